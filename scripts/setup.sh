@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Create .venv and install gemmlab with everything the course and the tests need.
+# Needs only Python >= 3.10 and pip: the CUDA compiler and headers come as pip wheels.
+# Safe to run again: an existing .venv is reused and only what is missing is installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+PY=.venv/bin/python
+"$PY" -m pip install --quiet --upgrade pip
+
+# torch is not pinned in pyproject.toml, so that a GPU machine keeps its CUDA build and a
+# CPU machine can keep a CPU build. Install one only when none is there yet.
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    "$PY" -m pip install --quiet torch
+  else
+    # No GPU: this release is available as a CPU build on machines that provide one locally.
+    "$PY" -m pip install --quiet "torch==${GEMMLAB_CPU_TORCH:-2.13.0}"
+  fi
+fi
+
+"$PY" -m pip install --quiet -e ".[test]"
+# nbgrader's lab extension and widgets render without a rebuild in JupyterLab 4.
+echo "gemmlab is installed in .venv ($("$PY" -c 'import gemmlab; print(gemmlab.__version__)'))."
