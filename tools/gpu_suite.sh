@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Run the whole GPU side of the project in one go on a GPU machine that may have no network:
+# install carried wheels (from tools/wheelhouse.py) into a private target, then the GPU tests,
+# the bank-conflict validation under ncu and the benchmarks. Logs go to $OUT (default ./gpu-out).
+#
+#   bash tools/gpu_suite.sh [WHEELHOUSE_DIR ...]
+#
+# Environment: OUT (log folder), GEMMLAB_SUITE_PARTS (space-separated subset of:
+# tests banks bench-toolchain bench-dsl bench-solutions autograde), PYTEST_ARGS.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu-out}"
+mkdir -p "$OUT"
+PARTS="${GEMMLAB_SUITE_PARTS:-tests banks bench-toolchain bench-dsl}"
+SITE=/tmp/gemmlab-site
+
+for house in "$@"; do
+  if [ -f "$house/install.sh" ]; then
+    bash "$house/install.sh" "$SITE" || { echo "installing wheels from $house failed"; exit 3; }
+  else
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target "$SITE" "$house"/*.whl || { echo "installing wheels from $house failed"; exit 3; }
+  fi
+done
+export PYTHONPATH="$PWD:$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1 GEMMLAB_CACHE="${GEMMLAB_CACHE:-/tmp/gemmlab-cache}"
+
+status=0
+run() {  # run NAME CMD...: log to $OUT/NAME.log, remember failures
+  local name=$1; shift
+  echo "=== $name: $*"
+  local t0=$SECONDS
+  "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: exit $rc after $((SECONDS - t0)) s"
+  tail -n 25 "$OUT/$name.log"
+  [ $rc -eq 0 ] || status=1
+}
+
+python3 -m gemmlab.cli doctor >"$OUT/doctor.log" 2>&1; tail -n 30 "$OUT/doctor.log"
+for part in $PARTS; do
+  case $part in
+    tests) run tests python3 -m pytest -m gpu -q -x --timeout=900 ${PYTEST_ARGS:-} -p no:cacheprovider ;;
+    banks) run banks python3 benchmarks/bank_validation.py --out "$OUT/bank_measurements.json" ;;
+    bench-toolchain) run bench-toolchain python3 benchmarks/toolchain.py ;;
+    bench-dsl) run bench-dsl python3 benchmarks/dsl_compile.py ;;
+    bench-solutions) run bench-solutions python3 benchmarks/solutions.py ;;
+    autograde) run autograde python3 tools/autograde_check.py ;;
+    *) echo "unknown part $part"; status=1 ;;
+  esac
+done
+exit $status
