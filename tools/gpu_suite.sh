@@ -40,7 +40,10 @@ run() {  # run NAME CMD...: log to $OUT/NAME.log, remember failures
 python3 -m gemmlab.cli doctor >"$OUT/doctor.log" 2>&1; tail -n 30 "$OUT/doctor.log"
 for part in $PARTS; do
   case $part in
-    tests) run tests python3 -m pytest -m gpu -q -x --timeout=900 ${PYTEST_ARGS:-} -p no:cacheprovider ;;
+    tests)
+      timeout_opt=""
+      python3 -c "import pytest_timeout" 2>/dev/null && timeout_opt="--timeout=600"
+      run tests python3 -m pytest -m gpu -q $timeout_opt ${PYTEST_ARGS:-} -p no:cacheprovider ;;
     banks) run banks python3 benchmarks/bank_validation.py --out "$OUT/bank_measurements.json" ;;
     bench-toolchain) run bench-toolchain python3 benchmarks/toolchain.py ;;
     bench-dsl) run bench-dsl python3 benchmarks/dsl_compile.py ;;
