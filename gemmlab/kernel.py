@@ -213,8 +213,13 @@ def _pack_pointer(index: int, param: Any, value: Any, device: Any) -> bytes:
     return struct.pack("<Q", value.data_ptr())
 
 
-def _scalar_format(ctype: str, nbytes: int) -> str:
+_DTYPE_FORMATS = {"float32": "f", "float64": "d", "float16": "e", "bfloat16": "bf16", "bool": "?"}
+
+
+def _scalar_format(ctype: str, nbytes: int, dtype: str | None = None) -> str:
     """struct format for a scalar C type: 'f', 'd', 'e', 'bf16', '?', or an integer code."""
+    if dtype in _DTYPE_FORMATS:
+        return _DTYPE_FORMATS[dtype]
     t = ctype.replace("const", "").replace("volatile", "").strip().lower()
     if "bfloat16" in t or "bf16" in t:
         return "bf16"
@@ -226,7 +231,8 @@ def _scalar_format(ctype: str, nbytes: int) -> str:
         return "f" if nbytes == 4 else "d"
     if t == "bool":
         return "?"
-    unsigned = t.startswith("unsigned") or t.startswith("uint") or t.startswith("size_t") or t.startswith("std::size_t")
+    unsigned = (t.startswith(("unsigned", "uint", "size_t", "std::size_t", "cute::uint", "std::uint"))
+                or (dtype or "").startswith("uint"))
     code = {1: "b", 2: "h", 4: "i", 8: "q"}.get(nbytes)
     if code is None:
         raise LaunchError(f"gemmlab cannot pass a {nbytes}-byte scalar of type `{ctype}`.")
@@ -243,7 +249,7 @@ def _bf16_bits(x: float) -> bytes:
 
 def _pack_scalar(index: int, param: Any, value: Any) -> bytes:
     label = _arg_label(index, param)
-    fmt = _scalar_format(param.ctype, param.nbytes)
+    fmt = _scalar_format(param.ctype, param.nbytes, getattr(param, "dtype", None))
     try:
         import torch
 

@@ -1,0 +1,508 @@
+"""Is this GEMM right? Run it over a suite of shapes and say what is wrong and where.
+
+Every call draws fresh random inputs, poisons the output with a marked NaN, and puts
+every operand inside a larger buffer whose guard zones hold a sentinel bit pattern. So
+beyond "the numbers are off" the check can tell a student *which* kind of bug they
+have: an out-of-bounds store (guard zone changed), a grid that does not cover the
+output (poison left), a write into an input, or wrong values only on edge tiles
+(per-tile heatmap).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+import secrets
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+from .errors import ContextLostError, GemmlabError, KernelTimeoutError
+from .gpu import require_gpu
+
+Shape = tuple[int, int, int]
+
+#: Named shape suites (M, N, K). "aligned" keeps every dimension a multiple of 16 so
+#: kernels with 16-byte vector accesses are legal; the others deliberately are not.
+SUITES: dict[str, list[Shape]] = {
+    "aligned": [(128, 128, 64), (256, 256, 256), (16, 16, 16), (512, 384, 128), (384, 640, 320),
+                (16, 4096, 64), (4096, 16, 64), (64, 64, 4096), (1024, 1024, 1024)],
+    "default": [(128, 128, 128), (256, 512, 256), (16, 16, 16), (129, 257, 64), (257, 129, 136),
+                (1000, 1001, 999), (3, 5, 7), (16, 4096, 64), (4096, 16, 64), (64, 64, 4096),
+                (1024, 1024, 1024)],
+    "odd": [(1, 1, 1), (3, 5, 7), (17, 33, 9), (129, 257, 65), (255, 1, 300), (1, 255, 513),
+            (1000, 1001, 999)],
+    "large": [(2048, 2048, 2048), (4096, 4096, 4096), (4095, 4097, 4096), (8192, 1024, 2048)],
+}
+
+# Relative Frobenius tolerance and element-wise (atol factor, rtol) per output dtype.
+# fp32 accumulation of fp16/bf16 products differs from an fp64 reference only by rounding
+# order (~1e-6); what dominates is rounding the result to the output type.
+_TOLERANCES = {"float32": (1e-4, 1e-3, 1e-4), "float16": (2e-3, 1e-2, 4e-3), "bfloat16": (1.6e-2, 4e-2, 2e-2)}
+
+_GUARD_BYTES = 64 * 1024
+_SENTINEL = {2: 0x5A5A, 4: 0x5A5A5A5A}          # guard zones: a finite, unlikely value
+_POISON = {"float16": 0x7D5A, "bfloat16": 0x7FA5, "float32": 0x7FA5A5A5}  # a NaN with a marked payload
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _int_view_dtype(nbytes: int) -> Any:
+    import torch
+
+    return {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[nbytes]
+
+
+def _as_signed(bits: int, nbytes: int) -> int:
+    """The value of ``bits`` as the signed integer torch's int views hold."""
+    top = 1 << (8 * nbytes - 1)
+    return bits - 2 * top if bits & top else bits
+
+
+class _Guarded:
+    """A tensor living in the middle of a bigger buffer with sentinel-filled guard zones."""
+
+    def __init__(self, shape: tuple[int, int], dtype: Any, device: Any) -> None:
+        import torch
+
+        self.elem = torch.empty((), dtype=dtype).element_size()
+        self.guard = _GUARD_BYTES // self.elem
+        self.numel = shape[0] * shape[1]
+        self.buffer = torch.empty(self.guard * 2 + self.numel, dtype=dtype, device=device)
+        self.bits = self.buffer.view(_int_view_dtype(self.elem))
+        self.sentinel = _as_signed(_SENTINEL[self.elem], self.elem)
+        self.bits[: self.guard].fill_(self.sentinel)
+        self.bits[self.guard + self.numel:].fill_(self.sentinel)
+        self.tensor = self.buffer[self.guard: self.guard + self.numel].view(shape)
+
+    def guard_writes(self) -> tuple[int, int]:
+        """How many elements of the (before, after) guard zone no longer hold the sentinel."""
+        before = int((self.bits[: self.guard] != self.sentinel).sum())
+        after = int((self.bits[self.guard + self.numel:] != self.sentinel).sum())
+        return before, after
+
+
+@dataclass
+class Row:
+    """The verdict for one shape."""
+
+    shape: Shape
+    passed: bool
+    rel_error: float
+    worst: tuple[int, int, float, float] | None  # (i, j, got, expected) of the worst element
+    n_bad: int
+    guard_ok: bool
+    inputs_ok: bool
+    message: str
+    n_unwritten: int = 0
+    n_nonfinite: int = 0
+    tile_fraction: Any = None  # numpy (tiles_m, tiles_n): share of wrong elements per output tile
+
+    @property
+    def bad_tiles(self) -> list[tuple[int, int]]:
+        """(tile row, tile column) of every output tile with at least one wrong element."""
+        if self.tile_fraction is None:
+            return []
+        rows, cols = self.tile_fraction.nonzero()
+        return sorted(zip(rows.tolist(), cols.tolist()))
+
+
+@dataclass
+class CheckResult:
+    """All rows of one ``check_gemm`` call; displays as a table (plus a heatmap on failure)."""
+
+    rows: list[Row]
+    convention: str
+    dtype: str
+    out_dtype: str
+    tile: tuple[int, int]
+    seed: int
+    device: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.rows) and all(r.passed for r in self.rows)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def failures(self) -> list[Row]:
+        return [r for r in self.rows if not r.passed]
+
+    def _title(self) -> str:
+        verdict = "PASSED" if self.passed else f"FAILED ({len(self.failures)} of {len(self.rows)} shapes)"
+        return (f"check_gemm {self.convention} {self.dtype}→{self.out_dtype}: {verdict}  "
+                f"[seed={self.seed}]")
+
+    def __str__(self) -> str:
+        header = f"{'M×N×K':>18}  {'ok':4} {'rel.err':>9} {'bad':>9}  message"
+        lines = [self._title(), header]
+        for r in self.rows:
+            shape = "×".join(map(str, r.shape))
+            err = "-" if math.isnan(r.rel_error) else f"{r.rel_error:.2e}"
+            lines.append(f"{shape:>18}  {'ok' if r.passed else 'FAIL':4} {err:>9} {r.n_bad:>9,}  {r.message}")
+        return "\n".join(lines)
+
+    def raise_if_failed(self) -> None:
+        """AssertionError with the table when any shape failed (for nbgrader test cells)."""
+        if not self.passed:
+            raise AssertionError("\n" + str(self))
+
+    def heatmap(self, row: int | Row | None = None) -> Any:
+        """Figure: share of wrong elements in each output tile, for ``row`` or the first failure."""
+        target = self._pick(row)
+        if target is None or target.tile_fraction is None:
+            raise GemmlabError("No heatmap: no failing shape has wrong output elements to map"
+                               " (guard-zone or input writes are shown in the table).")
+        return _heatmap_figure(target, self.tile)
+
+    def _pick(self, row: int | Row | None) -> Row | None:
+        if isinstance(row, Row):
+            return row
+        if isinstance(row, int):
+            return self.rows[row]
+        for r in self.rows:
+            if not r.passed and r.tile_fraction is not None and r.tile_fraction.any():
+                return r
+        return None
+
+    def _repr_html_(self) -> str:
+        cells = []
+        for r in self.rows:
+            colour = "#e6f4ea" if r.passed else "#fce8e6"
+            shape = "×".join(map(str, r.shape))
+            err = "-" if math.isnan(r.rel_error) else f"{r.rel_error:.2e}"
+            worst = "" if r.worst is None else f"({r.worst[0]}, {r.worst[1]}): {r.worst[2]:.4g} vs {r.worst[3]:.4g}"
+            cells.append(
+                f"<tr style='background:{colour}'><td>{shape}</td><td>{'✔' if r.passed else '✘'}</td>"
+                f"<td>{err}</td><td>{r.n_bad:,}</td><td>{html.escape(worst)}</td>"
+                f"<td style='text-align:left'>{html.escape(r.message)}</td></tr>"
+            )
+        table = (
+            f"<p><b>{html.escape(self._title())}</b></p><table><tr><th>M×N×K</th><th>ok</th>"
+            "<th>rel. error</th><th>wrong elements</th><th>worst (i, j): got vs expected</th>"
+            f"<th>message</th></tr>{''.join(cells)}</table>"
+        )
+        target = self._pick(None)
+        if target is not None:
+            fig = _heatmap_figure(target, self.tile)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", bbox_inches="tight", dpi=90)
+            data = base64.b64encode(buf.getvalue()).decode()
+            table += f"<img alt='wrong elements per output tile' src='data:image/png;base64,{data}'/>"
+        return table
+
+
+def _heatmap_figure(row: Row, tile: tuple[int, int]) -> Any:
+    from matplotlib.figure import Figure
+
+    frac = row.tile_fraction
+    tm, tn = frac.shape
+    fig = Figure(figsize=(min(2 + 0.45 * tn, 10), min(1.5 + 0.45 * tm, 8)))
+    ax = fig.add_subplot()
+    image = ax.imshow(frac, cmap="Reds", vmin=0, vmax=1, interpolation="nearest", aspect="auto")
+    M, N, K = row.shape
+    ax.set_title(f"wrong elements per {tile[0]}×{tile[1]} output tile\nM×N×K = {M}×{N}×{K}", fontsize=10)
+    ax.set_xlabel(f"tile column (n // {tile[1]})")
+    ax.set_ylabel(f"tile row (m // {tile[0]})")
+    if tm * tn <= 256:
+        for i in range(tm):
+            for j in range(tn):
+                if frac[i, j] > 0:
+                    ax.text(j, i, f"{frac[i, j]:.0%}", ha="center", va="center", fontsize=7)
+    fig.colorbar(image, ax=ax, label="share of the tile's elements that are wrong")
+    return fig
+
+
+# --------------------------------------------------------------------------- the check
+
+
+def _suite(shapes: Any) -> list[Shape]:
+    if shapes is None:
+        return list(SUITES["default"])
+    if isinstance(shapes, str):
+        if shapes not in SUITES:
+            raise GemmlabError(f"Unknown shape suite {shapes!r}: choose one of {', '.join(SUITES)} or give a list of (M, N, K).")
+        return list(SUITES[shapes])
+    out = []
+    for s in shapes:
+        if len(s) != 3 or any(int(v) <= 0 for v in s):
+            raise GemmlabError(f"Each shape must be (M, N, K) with positive sizes, not {s!r}.")
+        out.append(tuple(int(v) for v in s))
+    return out  # type: ignore[return-value]
+
+
+@contextmanager
+def _exact_reference() -> Iterator[None]:
+    """No TF32 anywhere while we compute the reference."""
+    import torch
+
+    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+def _where(tiles: list[tuple[int, int]], tm: int, tn: int) -> str:
+    """Words for where the bad tiles are: last column, last row, edges, everywhere."""
+    if not tiles:
+        return ""
+    rows = {i for i, _ in tiles}
+    cols = {j for _, j in tiles}
+    if tm * tn == 1:
+        return "in the only output tile"
+    if len(tiles) == tm * tn:
+        return "in every output tile"
+    if cols == {tn - 1} and tn > 1:
+        return "in the last column of tiles"
+    if rows == {tm - 1} and tm > 1:
+        return "in the last row of tiles"
+    if all(i == tm - 1 or j == tn - 1 for i, j in tiles):
+        return "only in the edge tiles (last row/column of tiles)"
+    return f"in {len(tiles)} of {tm * tn} output tiles"
+
+
+def _n(count: int, noun: str) -> str:
+    """'1 element' / '1,024 elements'."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def _edge_hint(shape: Shape, tile: tuple[int, int], where: str) -> str:
+    M, N, K = shape
+    if where == "in the last column of tiles":
+        return f"your grid or bounds check does not handle N={N} (not a multiple of {tile[1]})"
+    if where == "in the last row of tiles":
+        return f"your grid or bounds check does not handle M={M} (not a multiple of {tile[0]})"
+    if where.startswith("only in the edge"):
+        return "the partial tiles at the edges are handled wrongly — check the predicates for the residue M % tile and N % tile"
+    return ""
+
+
+def _classify(shape: Shape, tile: tuple[int, int], n_unwritten: int, unwritten_where: str, n_nonfinite: int,
+              n_bad: int, where: str, rel: float, tol: float, guards: dict[str, tuple[int, int]],
+              changed_inputs: list[str], returned_tensor: bool, n_stale: int) -> str:
+    """One sentence (or a few) saying what is wrong and where to look."""
+    M, N, K = shape
+    msgs = []
+    out_before, out_after = guards.pop("out")
+    if out_after:
+        msgs.append(f"{_n(out_after, 'element')} outside the output were written (guard zone after D): "
+                    "an out-of-bounds store — check your epilogue's predicate (row < M and col < N)")
+    if out_before:
+        msgs.append(f"{_n(out_before, 'element')} before the output were written (guard zone before D): "
+                    "a negative or wrapped-around index in your store")
+    for name, (before, after) in guards.items():
+        if before or after:
+            msgs.append(f"{_n(before + after, 'element')} around input {name} were written: the kernel must only read {name}")
+    for name in changed_inputs:
+        msgs.append(f"input {name} was modified: the kernel must only read A and B (check which pointer you store through)")
+    if returned_tensor and n_unwritten == M * N:
+        msgs.append("the output was never written but your function returned a tensor: write the result into "
+                    "the output argument in place (e.g. D.copy_(...)), do not return it")
+    elif n_unwritten:
+        hint = ""
+        if unwritten_where in ("in the last column of tiles", "in the last row of tiles") or unwritten_where.startswith("only in the edge"):
+            dim = f"N={N}" if "column" in unwritten_where else f"M={M}" if "row" in unwritten_where else f"M={M}, N={N}"
+            hint = f": your grid does not cover {dim} — use ceil_div"
+        elif unwritten_where in ("in every output tile", "in the only output tile"):
+            hint = ": some threads never store (check the store's index and the block/grid size)"
+        msgs.append(f"{_n(n_unwritten, 'element')} never written (still NaN) {unwritten_where}{hint}")
+    if n_stale * 2 > n_bad:
+        msgs.append(f"{_n(n_stale, 'element')} still hold their old C value {where}: never written?")
+    else:
+        n_stale = 0
+    if n_nonfinite:
+        msgs.append(f"NaN or Inf in {_n(n_nonfinite, 'element')}: uninitialised accumulators or shared memory, "
+                    "or reading outside the inputs")
+    wrong = n_bad - n_unwritten - n_nonfinite - n_stale
+    if wrong > 0:
+        hint = _edge_hint(shape, tile, where)
+        if where in ("in every output tile", "in the only output tile") and rel > 0.03:
+            hint = ("check the indexing and layouts (tn: D = A·Bᵀ with A M×K and B N×K, both K-contiguous; "
+                    "nn: C = α·A·B + β·C with B K×N)")
+        elif where in ("in every output tile", "in the only output tile"):
+            hint = f"every tile is a little off: check the last K-block (K={K}) and the accumulator type (fp32)"
+        msgs.append(f"{_n(wrong, 'element')} wrong {where}" + (f": {hint}" if hint else ""))
+    if not msgs and rel > tol:
+        msgs.append(f"relative error {rel:.2e} is over the tolerance {tol:.0e}: accumulate in fp32?")
+    return "; ".join(msgs) if msgs else "ok"
+
+
+def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None, out_dtype: Any = None,
+               shapes: Any = None, alpha: float = 1.0, beta: float | None = None,
+               tile: tuple[int, int] = (128, 128), atol: float | None = None, rtol: float | None = None,
+               seed: int | None = None, device: str = "cuda", timeout_s: float | None = None) -> CheckResult:
+    """Check ``fn`` against a float64 torch reference over a shape suite.
+
+    ``convention="tn"``: ``fn(A, B, D)`` computes D = A·Bᵀ (A M×K, B N×K, D M×N, all row-major).
+    ``convention="nn"``: ``fn(A, B, C, alpha, beta)`` computes C = α·A·B + β·C (B is K×N);
+    ``beta`` defaults to 0.5 there so that reading C is tested.
+    ``shapes``: a suite name (``"default"``, ``"aligned"``, ``"odd"``, ``"large"``) or a list
+    of (M, N, K). ``tile`` only shapes the failure heatmap. ``device="cpu"`` runs plain-torch
+    functions without a GPU.
+    """
+    import torch
+
+    from . import kernel as _kernel
+
+    if convention not in ("tn", "nn"):
+        raise GemmlabError(f"convention must be 'tn' (fn(A, B, D), D = A·Bᵀ) or 'nn' (fn(A, B, C, alpha, beta)), not {convention!r}.")
+    dtype = torch.float16 if dtype is None else dtype
+    out_dtype = dtype if out_dtype is None else out_dtype
+    if _dtype_name(dtype) not in ("float16", "bfloat16"):
+        raise GemmlabError(f"dtype must be torch.float16 or torch.bfloat16, not {dtype}.")
+    if _dtype_name(out_dtype) not in _TOLERANCES:
+        raise GemmlabError(f"out_dtype must be torch.float16, torch.bfloat16 or torch.float32, not {out_dtype}.")
+    if device != "cpu":
+        require_gpu("check_gemm")
+        dev = _kernel._torch_device()
+    else:
+        dev = torch.device("cpu")
+    timeout = _kernel.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    if beta is None:
+        beta = 0.5 if convention == "nn" else 0.0
+    seed = secrets.randbits(62) if seed is None else int(seed)
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(seed)
+    rows = []
+    for shape in _suite(shapes):
+        try:
+            rows.append(_check_one(fn, shape, convention, dtype, out_dtype, float(alpha), float(beta), tile,
+                                   atol, rtol, gen, dev, timeout))
+        except (ContextLostError, KernelTimeoutError):
+            raise
+        except GemmlabError as exc:  # a rejected launch for this shape: record it, keep going
+            rows.append(Row(shape, False, math.nan, None, 0, True, True, f"{type(exc).__name__}: {exc}"))
+        except RuntimeError as exc:
+            translated = _kernel.translate_torch_error(exc, f"the GEMM at M×N×K={'×'.join(map(str, shape))}")
+            if translated is exc:
+                raise
+            raise translated from None
+    return CheckResult(rows, convention, _dtype_name(dtype), _dtype_name(out_dtype), tuple(tile), seed, str(dev))
+
+
+def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any, out_dtype: Any, alpha: float,
+               beta: float, tile: tuple[int, int], atol: float | None, rtol: float | None, gen: Any, dev: Any,
+               timeout: float) -> Row:
+    import torch
+
+    from . import kernel as _kernel
+
+    M, N, K = shape
+    a = _Guarded((M, K), dtype, dev)
+    b = _Guarded((N, K) if convention == "tn" else (K, N), dtype, dev)
+    out = _Guarded((M, N), out_dtype, dev)
+    a.tensor.copy_(torch.randn(a.tensor.shape, generator=gen, device=dev))
+    b.tensor.copy_(torch.randn(b.tensor.shape, generator=gen, device=dev))
+    a_before, b_before = a.bits.clone(), b.bits.clone()
+    poison = _as_signed(_POISON[_dtype_name(out_dtype)], out.elem)
+    out_bits = out.bits[out.guard: out.guard + out.numel].view(M, N)
+    if convention == "tn":
+        out_bits.fill_(poison)
+        args: tuple = (a.tensor, b.tensor, out.tensor)
+        c_in = None
+    else:
+        out.tensor.copy_(torch.randn((M, N), generator=gen, device=dev))
+        c_in = out.tensor.double().clone()
+        c_bits_in = out_bits.clone()
+        args = (a.tensor, b.tensor, out.tensor, alpha, beta)
+
+    returned = fn(*args)
+    if dev.type == "cuda":
+        _kernel.synchronize(timeout_s=timeout, what=f"the GEMM at M×N×K={M}×{N}×{K}")
+
+    with _exact_reference():
+        a64, b64 = a.tensor.double(), b.tensor.double()
+        ref = a64 @ (b64.T if convention == "tn" else b64)
+        if convention == "nn":
+            ref = alpha * ref + beta * c_in
+    got = out.tensor.double()
+
+    guards = {"out": out.guard_writes(), "A": a.guard_writes(), "B": b.guard_writes()}
+    guard_ok = guards["out"] == (0, 0)
+    a_changed = not torch.equal(a.bits[a.guard: a.guard + a.numel], a_before[a.guard: a.guard + a.numel])
+    b_changed = not torch.equal(b.bits[b.guard: b.guard + b.numel], b_before[b.guard: b.guard + b.numel])
+    changed = [n for n, c in (("A", a_changed), ("B", b_changed)) if c]
+    inputs_ok = not changed and guards["A"] == (0, 0) and guards["B"] == (0, 0)
+
+    # tolerances scaled by the size of a typical output element
+    rel_tol, atol_f, rtol_d = _TOLERANCES[_dtype_name(out_dtype)]
+    scale = math.sqrt(K) * float(a64.pow(2).mean().sqrt()) * float(b64.pow(2).mean().sqrt())
+    if convention == "nn":
+        scale = abs(alpha) * scale + abs(beta) * float(c_in.pow(2).mean().sqrt())
+    atol_v = (atol_f if atol is None else atol) * max(scale, 1e-30)
+    rtol_v = rtol_d if rtol is None else rtol
+
+    unwritten = (out_bits == poison) if convention == "tn" else torch.zeros_like(got, dtype=torch.bool)
+    nonfinite = ~torch.isfinite(got) & ~unwritten
+    diff = (got - ref).abs()
+    bad = unwritten | nonfinite | ~(diff <= atol_v + rtol_v * ref.abs())
+    stale = torch.zeros_like(bad)
+    if convention == "nn":
+        stale = bad & (out_bits == c_bits_in) & ~nonfinite
+    n_bad, n_unwritten, n_nonfinite, n_stale = (int(t.sum()) for t in (bad, unwritten, nonfinite, stale))
+
+    finite = ~(unwritten | nonfinite)
+    ref_norm = float(ref.norm())
+    if n_unwritten or n_nonfinite:
+        rel = math.inf
+    else:
+        rel = float((got - ref).norm()) / ref_norm if ref_norm > 0 else float((got - ref).norm())
+
+    worst = None
+    if M * N:
+        score = torch.where(finite, diff - (atol_v + rtol_v * ref.abs()), torch.full_like(diff, math.inf))
+        flat = int(score.argmax())
+        i, j = divmod(flat, N)
+        worst = (i, j, float(got[i, j]), float(ref[i, j]))
+
+    tile_fraction = None
+    where = unwritten_where = ""
+    if n_bad:
+        tile_fraction = _tile_fraction(bad, tile)
+        tm, tn = tile_fraction.shape
+        where = _where(_tiles_of(tile_fraction), tm, tn)
+        if n_unwritten:
+            unwritten_where = _where(_tiles_of(_tile_fraction(unwritten, tile)), tm, tn)
+    passed = guard_ok and inputs_ok and n_bad == 0 and rel <= rel_tol
+    message = "ok" if passed else _classify(
+        shape, tile, n_unwritten, unwritten_where, n_nonfinite, n_bad, where, rel, rel_tol, dict(guards), changed,
+        isinstance(returned, torch.Tensor), n_stale)
+    return Row(shape, passed, rel, worst, n_bad, guard_ok, inputs_ok, message, n_unwritten, n_nonfinite,
+               tile_fraction)
+
+
+def _tile_fraction(mask: Any, tile: tuple[int, int]) -> Any:
+    """Share of True elements in each tile of a 2-D mask (partial edge tiles counted by their size)."""
+    import torch
+
+    M, N = mask.shape
+    tm, tn = math.ceil(M / tile[0]), math.ceil(N / tile[1])
+    padded = torch.zeros((tm * tile[0], tn * tile[1]), dtype=torch.float32, device=mask.device)
+    padded[:M, :N] = mask.float()
+    counts = padded.view(tm, tile[0], tn, tile[1]).sum(dim=(1, 3))
+    sizes = torch.zeros_like(padded)
+    sizes[:M, :N] = 1
+    totals = sizes.view(tm, tile[0], tn, tile[1]).sum(dim=(1, 3))
+    return (counts / totals).cpu().numpy()
+
+
+def _tiles_of(fraction: Any) -> list[tuple[int, int]]:
+    rows, cols = fraction.nonzero()
+    return sorted(zip(rows.tolist(), cols.tolist()))
+
+
+def shape_suites() -> dict[str, list[Shape]]:
+    """The named suites, for display in notebooks."""
+    return {k: list(v) for k, v in SUITES.items()}
+
+
+__all__ = ["CheckResult", "Row", "SUITES", "check_gemm", "shape_suites"]
