@@ -39,7 +39,8 @@ SUITES: dict[str, list[Shape]] = {
 # Relative Frobenius tolerance and element-wise (atol factor, rtol) per output dtype.
 # fp32 accumulation of fp16/bf16 products differs from an fp64 reference only by rounding
 # order (~1e-6); what dominates is rounding the result to the output type.
-_TOLERANCES = {"float32": (1e-4, 1e-3, 1e-4), "float16": (2e-3, 1e-2, 4e-3), "bfloat16": (1.6e-2, 4e-2, 2e-2)}
+# Measured on CPU: fp16 out ≈ 2.1e-4, bf16 out ≈ 1.7e-3; fp16 partial sums over K=8192 ≈ 1.6e-3 or worse.
+_TOLERANCES = {"float32": (1e-4, 1e-4, 1e-4), "float16": (1e-3, 2e-3, 2e-3), "bfloat16": (1e-2, 1.6e-2, 1.6e-2)}
 
 _GUARD_BYTES = 64 * 1024
 _SENTINEL = {2: 0x5A5A, 4: 0x5A5A5A5A}          # guard zones: a finite, unlikely value

@@ -1,0 +1,98 @@
+"""Roofline arithmetic (exact values) and the roofline figure, without a GPU."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gemmlab import roofline_math as rm
+from gemmlab.bench import BenchResult
+from gemmlab.ceilings import Ceilings
+from gemmlab.errors import GemmlabError
+from gemmlab.roofline import roofline
+
+
+def test_flops_and_ideal_intensity_exact():
+    assert rm.flops(2, 3, 4) == 48
+    # 4096^3 fp16 in/out: 2*4096^3 / (3 * 4096^2 * 2 bytes) = 4096/3
+    assert rm.intensity_ideal(4096, 4096, 4096, 2, 2) == pytest.approx(4096 / 3)
+    # fp32 output: bytes = (MK+NK)*2 + MN*4 = 4*4096^2*2 -> 2*4096^3/(8*4096^2) = 1024
+    assert rm.intensity_ideal(4096, 4096, 4096, 2, 4) == pytest.approx(1024)
+    # reading C as well (beta != 0) adds M*N*out_bytes
+    assert rm.intensity_ideal(4, 4, 4, 2, 2, read_output=True) == pytest.approx(128 / (32 + 32 + 64))
+
+
+def test_tiled_intensity_counts_rereads():
+    # 256^3 with 128x128 tiles: A read twice, B read twice -> bytes = (2*256*256 + 2*256*256)*2 + 256*256*2
+    M = N = K = 256
+    expected = 2 * M * N * K / ((2 * M * K + 2 * N * K) * 2 + M * N * 2)
+    assert rm.intensity_tiled(M, N, K, 128, 128, 2, 2) == pytest.approx(expected)
+    # one tile covering everything is the ideal case
+    assert rm.intensity_tiled(M, N, K, 256, 256) == pytest.approx(rm.intensity_ideal(M, N, K))
+    # partial tiles count as whole re-reads: N=129 with tile 128 -> A read twice
+    t = rm.intensity_tiled(128, 129, 64, 128, 128, 2, 2)
+    assert t == pytest.approx(2 * 128 * 129 * 64 / ((128 * 64 * 2 + 129 * 64 * 1) * 2 + 128 * 129 * 2))
+    # bigger tiles -> more reuse
+    assert rm.intensity_tiled(4096, 4096, 4096, 256, 128) > rm.intensity_tiled(4096, 4096, 4096, 64, 64)
+
+
+def test_naive_intensity_is_about_half_a_flop_per_byte():
+    v = rm.naive_intensity(4096, 4096, 4096, 2, 2)
+    assert v == pytest.approx(2 * 4096**3 / (4096**3 * 4 + 4096**2 * 2))
+    assert 0.49 < v < 0.5
+
+
+def test_attainable_ridge_and_bound():
+    # H100-like: 3000 GB/s, 700 TFLOPS -> ridge 233.33 flop/B
+    assert rm.ridge(700, 3000) == pytest.approx(700e12 / 3000e9)
+    assert rm.attainable(10, 700, 3000) == pytest.approx(30.0)
+    assert rm.attainable(1000, 700, 3000) == 700
+    assert rm.bound(10, 700, 3000) == "memory"
+    assert rm.bound(1000, 700, 3000) == "compute"
+    with pytest.raises(ValueError):
+        rm.attainable(0, 700, 3000)
+
+
+def _bench(tflops: float, cublas: float) -> BenchResult:
+    return BenchResult((4096, 4096, 4096), "tn", "float16", "float16", 1.0, tflops, 0.2, cublas,
+                       tflops / cublas, "test GPU", 10, "mine")
+
+
+def test_bench_result_text_and_intensity():
+    r = _bench(140.0, 690.0)
+    assert r.intensity == pytest.approx(4096 / 3)
+    text = str(r)
+    assert "0.20× cuBLAS" in text and "140.0 TFLOPS" in text
+    assert "cuBLAS" in r._repr_html_()
+
+
+def test_roofline_figure_with_explicit_ceilings():
+    fig = roofline([("naive", rm.naive_intensity(4096, 4096, 4096), 1.5), _bench(140.0, 690.0)],
+                   peak_tflops=700, bw_gbps=3000)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(l.startswith("naive") for l in labels)
+    assert any(l.startswith("mine") for l in labels) and any(l.startswith("cuBLAS") for l in labels)
+    # the roof line itself: min(peak, I*bw) at both ends
+    line = ax.get_lines()[0]
+    xs, ys = line.get_xdata(), line.get_ydata()
+    assert ys[0] == pytest.approx(xs[0] * 3.0) and ys[-1] == pytest.approx(700)
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    assert buf.getvalue()[:4] == b"\x89PNG"
+
+
+def test_roofline_from_ceilings_object_and_bad_points():
+    c = Ceilings("test GPU", 3000.0, {"float16": 650.0, "bfloat16": 680.0}, "2026-01-01")
+    assert c.ridge("bfloat16") == pytest.approx(680e12 / 3000e9)
+    fig = roofline([("x", 100.0, 50.0)], ceilings=c, dtype="bfloat16")
+    assert "test GPU" in fig.axes[0].get_title()
+    with pytest.raises(GemmlabError):
+        roofline([("bad", 0.0, 1.0)], ceilings=c)
+    with pytest.raises(GemmlabError):
+        roofline([("x", 1.0)], ceilings=c)
+    with pytest.raises(GemmlabError):
+        c.peak("float32")
