@@ -1,0 +1,60 @@
+"""nbgrader configuration for the gemmlab course.
+
+Use it from anywhere with ``nbgrader <command> --config autograder/nbgrader_config.py``
+(or run nbgrader inside ``autograder/``). The course root is the repository root:
+``solutions/`` holds the source notebooks (with solutions and hidden tests) and
+``course/`` the generated student release; everything grading produces stays under
+``autograder/`` and is git-ignored.
+"""
+import os
+import secrets
+from pathlib import Path
+
+c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+c.CourseDirectory.course_id = "gemmlab"
+c.CourseDirectory.root = str(ROOT)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "course"
+c.CourseDirectory.submitted_directory = "autograder/submitted"
+c.CourseDirectory.autograded_directory = "autograder/autograded"
+c.CourseDirectory.feedback_directory = "autograder/feedback"
+c.CourseDirectory.db_url = f"sqlite:///{HERE / 'gradebook.db'}"
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".*"]
+c.Exchange.root = str(HERE / "exchange")
+
+# Release: students get no outputs (tools/release.py strips the rest).
+c.ClearOutput.enabled = True
+
+# Autograde. Default per-cell limit covers one CuTe C++ compile (~20 s on a small CPU);
+# graded cells whose grade_id ends in "_slow" (GPU checks, several compiles) get longer.
+# Keyed on grade_id because students cannot change it (tags they can).
+DEFAULT_CELL_TIMEOUT_S = 180
+SLOW_CELL_TIMEOUT_S = 600
+
+
+def cell_timeout(cell) -> int:
+    """Seconds autograde lets ``cell`` run: long only for cells the course marked slow."""
+    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+    return SLOW_CELL_TIMEOUT_S if grade_id.endswith("_slow") else DEFAULT_CELL_TIMEOUT_S
+
+
+c.Execute.timeout = DEFAULT_CELL_TIMEOUT_S
+c.Execute.timeout_func = cell_timeout
+c.Execute.interrupt_on_timeout = True
+# nbclient skips cells tagged "skip-execution"; a student could tag the test cells with
+# it. A secret tag (fresh on every load, or fixed by the instructor) closes that hole.
+c.Execute.skip_cells_with_tag = os.environ.get(
+    "GEMMLAB_SKIP_TAG", "gemmlab-skip-" + secrets.token_hex(16))
+# A deleted test cell comes back from the gradebook instead of needing manual grading.
+c.OverwriteCells.add_missing_cells = True
+
+# Feedback never shows the hidden tests.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "nbgrader.preprocessors.ClearHiddenTests",
+]
