@@ -377,12 +377,12 @@ def validate_launch(grid: Any, block: Any, smem: int, limits: LaunchLimits,
         )
     if any(d <= 0 for d in b):
         raise LaunchError(f"block={b} has a zero (or negative) dimension: every block dimension must be ≥ 1.")
-    for axis, (d, m) in enumerate(zip(b, limits.max_block_dims)):
-        if d > m:
-            raise LaunchError(f"block dimension {'xyz'[axis]} = {d} is over the GPU's limit of {m}.")
     threads = b[0] * b[1] * b[2]
     if threads > 1024:
         raise LaunchError(f"block={b} has {threads} threads; a block can have at most 1024.")
+    for axis, (d, m) in enumerate(zip(b, limits.max_block_dims)):
+        if d > m:
+            raise LaunchError(f"block dimension {'xyz'[axis]} = {d} is over the GPU's limit of {m}.")
     if threads > limits.max_threads_per_block:
         raise LaunchError(
             f"block={b} has {threads} threads, but kernel '{name}' can run at most "
