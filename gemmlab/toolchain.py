@@ -1,0 +1,224 @@
+"""Find the compiler pieces (NVRTC, CUDA and CuTe headers) and their versions.
+
+Everything comes from pip wheels or an existing CUDA toolkit (``cuda.pathfinder``
+looks at both, honouring ``CUDA_HOME``/``CUDA_PATH``). Each missing piece raises a
+:class:`ToolchainError` naming the exact package that provides it, because a bare
+"cannot open source file" from deep inside a header tells a student nothing.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import re
+from pathlib import Path
+
+from .errors import ToolchainError
+
+#: The pins the course is tested with (see pyproject.toml and docs/FACTS).
+NVRTC_PIP = "nvidia-cuda-nvrtc==13.0.88"
+RUNTIME_PIP = "nvidia-cuda-runtime==13.0.96"
+CRT_PIP = "nvidia-cuda-crt==13.0.88"
+CCCL_PIP = "nvidia-cuda-cccl==13.0.85"
+CUTLASS_PIP = "nvidia-cutlass==4.2.0.0"
+BINDINGS_PIP = "cuda-python>=13.0,<14"
+
+
+def _pathfinder():
+    try:
+        import cuda.pathfinder as pathfinder
+    except ImportError as exc:  # pragma: no cover - cuda-python is a dependency
+        raise ToolchainError(
+            f"cuda.pathfinder is missing, so gemmlab cannot find NVRTC or the CUDA headers. "
+            f"Install it: pip install '{BINDINGS_PIP}' cuda-pathfinder"
+        ) from exc
+    return pathfinder
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc():
+    """The ``cuda.bindings.nvrtc`` module with libnvrtc loaded, or a ToolchainError saying what to install."""
+    try:
+        from cuda.bindings import nvrtc as module
+    except ImportError as exc:
+        raise ToolchainError(
+            f"cuda-python (cuda.bindings) is not installed, so kernels cannot be compiled. "
+            f"Install it: pip install '{BINDINGS_PIP}'"
+        ) from exc
+    try:
+        _pathfinder().load_nvidia_dynamic_lib("nvrtc")
+        err, _major, _minor = module.nvrtcVersion()
+    except Exception as exc:  # any loader failure means the same thing to a student
+        raise ToolchainError(
+            f"NVRTC (libnvrtc, the CUDA runtime compiler) was not found or did not load "
+            f"({type(exc).__name__}: {exc}). Install it: pip install {NVRTC_PIP}"
+        ) from exc
+    if int(err) != 0:
+        raise ToolchainError(f"NVRTC loaded but does not answer ({err!r}). Reinstall it: pip install {NVRTC_PIP}")
+    return module
+
+
+def nvrtc_version() -> tuple[int, int]:
+    """(major, minor) of the NVRTC in use."""
+    _err, major, minor = nvrtc().nvrtcVersion()
+    return int(major), int(minor)
+
+
+def _header_dir(libname: str) -> Path | None:
+    try:
+        found = _pathfinder().find_nvidia_header_directory(libname)
+    except Exception:  # pathfinder raises for unknown/absent libs on some versions
+        return None
+    return Path(found) if found else None
+
+
+@functools.lru_cache(maxsize=1)
+def cudart_include() -> Path:
+    """CUDA runtime headers (cuda_runtime_api.h...): CuTe includes them, and crt/mma.h lives beside them."""
+    found = _header_dir("cudart")
+    if found is None or not (found / "cuda_runtime_api.h").is_file():
+        raise ToolchainError(
+            "The CUDA runtime headers (cuda_runtime_api.h) were not found; CuTe and <mma.h> need them. "
+            f"Install them: pip install {RUNTIME_PIP}"
+        )
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def cccl_include() -> Path:
+    """CCCL (libcu++, CUB, Thrust) headers; CUTLASS 4.2 needs CCCL 13.0.x exactly."""
+    found = _header_dir("cccl")
+    if found is None or not (found / "cuda" / "std" / "__cccl" / "version.h").is_file():
+        raise ToolchainError(
+            f"The CCCL headers (cuda/std/...) were not found; CuTe needs them. Install them: pip install {CCCL_PIP}"
+        )
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def cute_include() -> Path:
+    """CuTe/CUTLASS headers shipped inside the nvidia-cutlass wheel (cutlass_library/source/include)."""
+    try:
+        import importlib.resources as resources
+
+        folder = Path(str(resources.files("cutlass_library") / "source" / "include"))
+    except (ImportError, ModuleNotFoundError, TypeError):
+        folder = None
+    if folder is None or not (folder / "cute" / "tensor.hpp").is_file():
+        raise ToolchainError(
+            f"The CuTe/CUTLASS headers (cute/tensor.hpp) were not found. Install them: pip install {CUTLASS_PIP}"
+        )
+    return folder
+
+
+def has_crt() -> bool:
+    """crt/mma.h is a separate wheel in CUDA 13; without it ``#include <mma.h>`` fails."""
+    try:
+        return (cudart_include() / "crt" / "mma.h").is_file()
+    except ToolchainError:
+        return False
+
+
+def require_crt() -> None:
+    """Raise a clear error when <mma.h>'s implementation header is missing."""
+    if not has_crt():
+        raise ToolchainError(
+            f"crt/mma.h is missing, so '#include <mma.h>' (WMMA) cannot compile. Install it: pip install {CRT_PIP}"
+        )
+
+
+def include_dirs(cute: bool = True) -> list[Path]:
+    """The include path for kernels: CUDA runtime + CCCL (+ CuTe when asked and present)."""
+    dirs = [cudart_include(), cccl_include()]
+    if cute:
+        dirs.append(cute_include())
+    return dirs
+
+
+def _define(path: Path, name: str) -> int | None:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return None
+    match = re.search(rf"#\s*define\s+{name}\s+(\d+)", text)
+    return int(match.group(1)) if match else None
+
+
+def cccl_version() -> str | None:
+    """From the headers themselves, so a CUDA-toolkit CCCL reports its real version too."""
+    try:
+        code = _define(cccl_include() / "cuda" / "std" / "__cccl" / "version.h", "CCCL_VERSION")
+    except ToolchainError:
+        return None
+    if code is None:
+        return None
+    return f"{code // 1000000}.{(code // 1000) % 1000}.{code % 1000}"
+
+
+def cutlass_version() -> str | None:
+    try:
+        header = cute_include() / "cutlass" / "version.h"
+    except ToolchainError:
+        return None
+    parts = [_define(header, f"CUTLASS_{p}") for p in ("MAJOR", "MINOR", "PATCH")]
+    if None in parts:
+        return _dist_version("nvidia-cutlass")
+    return ".".join(str(p) for p in parts)
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_compatible() -> None:
+    """CUTLASS 4.2's CuTe fails on CCCL 13.3 with 66 cryptic errors: say it in one line instead."""
+    cccl = cccl_version()
+    cutlass = cutlass_version()
+    if cccl and cutlass and cutlass.startswith("4.2") and not cccl.startswith("3.0"):
+        raise ToolchainError(
+            f"CUTLASS {cutlass} needs the CCCL that ships with CUDA 13.0 (CCCL 3.0.x), but CCCL {cccl} "
+            f"is installed, and CuTe headers will not compile with it. Fix: pip install {CCCL_PIP}"
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def versions() -> dict[str, str | None]:
+    """Versions of everything that changes the compiled code: part of every cache key, shown by doctor."""
+    try:
+        major, minor = nvrtc_version()
+        nvrtc_v: str | None = f"{major}.{minor}"
+    except ToolchainError:
+        nvrtc_v = None
+    return {
+        "nvrtc": nvrtc_v,
+        "nvrtc_wheel": _dist_version("nvidia-cuda-nvrtc"),
+        "cutlass": cutlass_version(),
+        "cccl": cccl_version(),
+        "cuda_bindings": _dist_version("cuda-bindings") or _dist_version("cuda-python"),
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def fingerprint() -> dict[str, str | None]:
+    """A cheap stand-in for :func:`versions` in cache keys: wheel metadata only (milliseconds).
+
+    Loading NVRTC just to learn its version would cost a cache hit 0.1 s; the wheels'
+    versions say the same thing. Only where a piece comes from a CUDA toolkit instead
+    of a wheel does this fall back to asking the library and the headers.
+    """
+    found = {
+        "nvrtc": _dist_version("nvidia-cuda-nvrtc"),
+        "cccl": _dist_version("nvidia-cuda-cccl"),
+        "cutlass": _dist_version("nvidia-cutlass"),
+        "runtime": _dist_version("nvidia-cuda-runtime"),
+        "crt": _dist_version("nvidia-cuda-crt"),
+        "cuda_bindings": _dist_version("cuda-bindings") or _dist_version("cuda-python"),
+    }
+    if found["nvrtc"] is None or found["cccl"] is None or found["cutlass"] is None:
+        slow = versions()
+        for key in ("nvrtc", "cccl", "cutlass"):
+            found[key] = found[key] or slow[key]
+        found["cuda_home"] = str(_pathfinder().get_cuda_path_or_home())
+    return found
