@@ -1,0 +1,385 @@
+"""CuTe's layout algebra: pycute's functions, plus what pycute lacks, with CuTe's semantics.
+
+Most functions are pycute's own (NVIDIA's Python port of CuTe). Re-implemented here only
+where pycute differs from CuTe C++ / the CuTe DSL: ``zipped_divide`` (CuTe splits a mode
+whose tiler is ``_``), ``logical_product`` with an int tiler, ``blocked_product``,
+``raked_product``, ``upcast``/``downcast`` and CuTe-style printing. Every function also
+accepts a swizzled :class:`ComposedLayout` where CuTe does, acting on its inner layout.
+"""
+from __future__ import annotations
+
+from itertools import chain
+from typing import Any
+
+import numpy as np
+import pycute
+from pycute import (  # noqa: F401  (re-exported)
+    Layout,
+    coalesce,
+    complement,
+    cosize,
+    crd2idx,
+    flatten,
+    idx2crd,
+    inner_product,
+    is_int,
+    is_layout,
+    is_tuple,
+    left_inverse,
+    prefix_product,
+    product,
+    right_inverse,
+    shape_div,
+    slice_and_offset,
+)
+
+from .swizzle import ComposedLayout, LayoutError, Swizzle
+
+
+def make_layout(*args: Any) -> Layout:
+    """``make_layout(shape, stride=None)`` like CuTe (column-major by default), or
+    ``make_layout(layout0, layout1, ...)`` to concatenate layouts as modes (also CuTe).
+
+    DSL: ``cute.make_layout(shape, stride=...)``.
+    """
+    if args and all(is_layout(a) for a in args):
+        return pycute.make_layout(*args)
+    if len(args) == 1 and isinstance(args[0], (list, tuple)) and args[0] and all(is_layout(a) for a in args[0]):
+        return pycute.make_layout(*args[0])
+    if len(args) not in (1, 2):
+        raise LayoutError("make_layout takes (shape) or (shape, stride), or several layouts.")
+    shape = args[0]
+    stride = args[1] if len(args) == 2 else None
+    if stride is not None and not _congruent(shape, stride):
+        raise LayoutError(f"make_layout: stride {stride} does not have the same nesting as shape {shape}.")
+    return Layout(shape, stride)
+
+
+def _congruent(a: Any, b: Any) -> bool:
+    if is_tuple(a):
+        return is_tuple(b) and len(a) == len(b) and all(_congruent(x, y) for x, y in zip(a, b))
+    return not is_tuple(b)
+
+
+def size(x: Any) -> int:
+    """``cute::size`` / ``cute.size``: number of coordinates in the domain (layout, shape, tensor)."""
+    if hasattr(x, "size") and callable(x.size):
+        return x.size()
+    return pycute.product(x)
+
+
+def rank(x: Any) -> int:
+    """``cute::rank``: number of top-level modes."""
+    shape = x.shape if hasattr(x, "shape") else x
+    return len(shape) if is_tuple(shape) else 1
+
+
+def shape(x: Any) -> Any:
+    """``cute::shape``."""
+    return x.shape if hasattr(x, "shape") else x
+
+
+def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe's name
+    """``cute::filter``: drop stride-0 and size-1 modes, then coalesce."""
+    return pycute.filter(layout, profile)
+
+
+def _lift(fn):
+    """Let a layout function act on the inner layout of a swizzled ComposedLayout."""
+
+    def wrapped(layout: Any, *args: Any) -> Any:
+        if isinstance(layout, ComposedLayout):
+            return layout.map_inner(lambda inner: fn(inner, *args))
+        return fn(layout, *args)
+
+    wrapped.__name__ = fn.__name__
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
+def _as_layout(tiler: Any) -> Any:
+    return Layout(tiler) if is_int(tiler) else tiler
+
+
+def _composition(a: Layout, b: Any) -> Layout:
+    try:
+        return pycute.composition(a, b)
+    except AssertionError:
+        raise LayoutError(
+            f"composition({cute_str(a)}, {cute_str(b)}) is not defined: the second layout's strides "
+            "must divide (or be multiples of) the first layout's mode sizes, as in CuTe."
+        ) from None
+
+
+def composition(a: Any, b: Any) -> Any:
+    """``cute::composition(A, B)`` / ``cute.composition``: the layout ``c -> A(B(c))``.
+
+    ``B`` may be a layout, an int, ``None`` (CuTe's ``_``, leave the mode alone) or a tuple
+    of those (by-mode). ``A`` may be a :class:`Swizzle`: ``composition(Swizzle(3,3,3),
+    L)`` gives CuTe's ``Sw<3,3,3> o _0 o L``.
+    """
+    if isinstance(a, pycute.Swizzle):
+        if not is_layout(b):
+            b = make_layout(b)
+        if isinstance(b, ComposedLayout):
+            raise LayoutError("composition(Swizzle, swizzled layout) is not supported; compose with the inner layout.")
+        sw = a if isinstance(a, Swizzle) else Swizzle(a.bits, a.base, a.shift)
+        return ComposedLayout(sw, 0, b)
+    if isinstance(a, ComposedLayout):
+        return a.map_inner(lambda inner: composition(inner, b))
+    if is_tuple(b):
+        if len(b) > len(a):
+            raise LayoutError(f"composition: tiler {b} has more modes than layout {cute_str(a)}.")
+        return make_layout(*chain((composition(a[i], b[i]) for i in range(len(b))),
+                                  (a[i] for i in range(len(b), len(a)))))
+    if b is None:
+        return a
+    if isinstance(b, ComposedLayout):
+        raise LayoutError("composition(layout, swizzled layout) is not supported here.")
+    return _composition(a, _as_layout(b))
+
+
+def logical_divide(layout: Any, tiler: Any) -> Any:
+    """``cute::logical_divide`` / ``cute.logical_divide``: split each mode into (tile, rest).
+
+    ``tiler``: a layout, an int, ``None`` (``_``) or a tuple of those, by mode.
+    """
+    if isinstance(layout, ComposedLayout):
+        return layout.map_inner(lambda inner: logical_divide(inner, tiler))
+    if tiler is None:
+        return layout
+    if is_tuple(tiler):
+        if len(tiler) > len(layout):
+            raise LayoutError(f"logical_divide: tiler {tiler} has more modes than layout {cute_str(layout)}.")
+        return make_layout(*chain((logical_divide(layout[i], tiler[i]) for i in range(len(tiler))),
+                                  (layout[i] for i in range(len(tiler), len(layout)))))
+    tiler = _as_layout(tiler)
+    return _composition(layout, make_layout(tiler, complement(tiler, size(layout))))
+
+
+def _zip2_by(layout: Layout, guide: Any) -> Layout:
+    """CuTe's ``tile_unzip``: gather ((A,a),(B,b),...) into ((A,B,...),(a,b,...,rest))."""
+    if is_tuple(guide):
+        splits = [_zip2_by(layout[i], guide[i]) for i in range(len(guide))]
+        tile = make_layout(*[s[0] for s in splits])
+        rest = make_layout(*chain((s[1] for s in splits), (layout[i] for i in range(len(guide), len(layout)))))
+        return make_layout(tile, rest)
+    if len(layout) != 2:
+        raise LayoutError(f"zipped_divide: mode {cute_str(layout)} is not a (tile, rest) pair.")
+    return layout
+
+
+def zipped_divide(layout: Any, tiler: Any) -> Any:
+    """``cute::zipped_divide`` / ``cute.zipped_divide``: ((tile modes), (rest modes))."""
+    if isinstance(layout, ComposedLayout):
+        return layout.map_inner(lambda inner: zipped_divide(inner, tiler))
+    return _zip2_by(logical_divide(layout, tiler), tiler)
+
+
+def tiled_divide(layout: Any, tiler: Any) -> Any:
+    """``cute::tiled_divide`` / ``cute.tiled_divide``: ((tile modes), rest0, rest1, ...)."""
+    z = zipped_divide(layout, tiler)
+    r1 = rank(z[1])
+    return z(None, tuple([None] * r1)) if r1 > 1 else z
+
+
+def flat_divide(layout: Any, tiler: Any) -> Any:
+    """``cute::flat_divide`` / ``cute.flat_divide``: (tile0, tile1, ..., rest0, rest1, ...)."""
+    z = zipped_divide(layout, tiler)
+    return z(full_slice(z[0].shape), full_slice(z[1].shape))
+
+
+def logical_product(block: Any, tiler: Any) -> Any:
+    """``cute::logical_product`` / ``cute.logical_product``: (block, tiler repeated over block's complement)."""
+    if tiler is None:
+        return block
+    if is_tuple(tiler):
+        return make_layout(*chain((logical_product(block[i], tiler[i]) for i in range(len(tiler))),
+                                  (block[i] for i in range(len(tiler), len(block)))))
+    tiler = _as_layout(tiler)
+    return make_layout(block, _composition(complement(block, size(block) * cosize(tiler)), tiler))
+
+
+def _append(layout: Layout, r: int) -> Layout:
+    """CuTe's ``append<R>(layout)``: pad with 1:0 modes up to rank ``r``."""
+    modes = [layout[i] for i in range(len(layout))] if is_tuple(layout.shape) else [layout]
+    modes += [Layout(1, 0)] * (r - len(modes))
+    return make_layout(*modes)
+
+
+def _zip_pair(result: Layout, first: int) -> Layout:
+    a, b = result[0], result[1]
+    return make_layout(*[make_layout(a[i], b[i]) if first == 0 else make_layout(b[i], a[i])
+                         for i in range(len(a))])
+
+
+def blocked_product(block: Layout, tiler: Layout) -> Layout:
+    """``cute::blocked_product`` / ``cute.blocked_product``: tile ``block`` across ``tiler``, blocks contiguous."""
+    r = max(rank(block), rank(tiler))
+    return _zip_pair(logical_product(_append(block, r), _append(tiler, r)), 0)
+
+
+def raked_product(block: Layout, tiler: Layout) -> Layout:
+    """``cute::raked_product`` / ``cute.raked_product``: like blocked_product but the blocks interleave."""
+    r = max(rank(block), rank(tiler))
+    return _zip_pair(logical_product(_append(block, r), _append(tiler, r)), 1)
+
+
+def zipped_product(block: Layout, tiler: Any) -> Layout:
+    """``cute::zipped_product``: ((block modes), (product modes))."""
+    return _zip2_by(logical_product(block, tiler), tiler)
+
+
+def tiled_product(block: Layout, tiler: Any) -> Layout:
+    """``cute::tiled_product``: ((block modes), product0, product1, ...)."""
+    z = zipped_product(block, tiler)
+    r1 = rank(z[1])
+    return z(None, tuple([None] * r1)) if r1 > 1 else z
+
+
+def product_each(shape_: Any) -> Any:
+    """``cute::product_each``: the size of each top-level mode."""
+    return tuple(pycute.product(s) for s in shape_) if is_tuple(shape_) else shape_
+
+
+def full_slice(shape_: Any) -> Any:
+    """The coordinate that keeps every top-level mode (CuTe's ``repeat<rank>(_)``)."""
+    return tuple([None] * len(shape_)) if is_tuple(shape_) else None
+
+
+def with_shape(layout: Layout, *shape_: Any) -> Layout:
+    """``layout.with_shape(shape)`` in CuTe: ``composition(layout, make_layout(shape))``."""
+    s = shape_[0] if len(shape_) == 1 else tuple(shape_)
+    return composition(layout, Layout(s))
+
+
+def _map_leaves(shape_: Any, stride: Any, fn) -> tuple[Any, Any]:
+    if is_tuple(shape_):
+        pairs = [_map_leaves(s, d, fn) for s, d in zip(shape_, stride)]
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    return fn(shape_, stride)
+
+
+def upcast(layout: Layout, n: int) -> Layout:
+    """``cute::upcast<N>``: view a layout of small elements as one of N-times-larger elements."""
+
+    def leaf(s: int, d: int) -> tuple[int, int]:
+        if d == 0:
+            return s, d
+        if d % n and n % abs(d):
+            raise LayoutError(f"upcast<{n}>: stride {d} and {n} do not divide each other.")
+        step = -(-n // abs(d))
+        return -(-s // step), (1 if d > 0 else -1) * -(-abs(d) // n)
+
+    return Layout(*_map_leaves(layout.shape, layout.stride, leaf))
+
+
+def downcast(layout: Layout, n: int) -> Layout:
+    """``cute::downcast<N>``: view a layout of large elements as one of N-times-smaller elements."""
+
+    def leaf(s: int, d: int) -> tuple[int, int]:
+        return (s * n, d) if abs(d) == 1 else (s, d * n)
+
+    return Layout(*_map_leaves(layout.shape, layout.stride, leaf))
+
+
+def recast_layout(layout: Layout, old_bits: int, new_bits: int) -> Layout:
+    """``cute::recast_layout<Old, New>`` given element sizes in bits (e.g. bits -> fp16: 1, 16)."""
+    from math import gcd
+
+    g = gcd(old_bits, new_bits)
+    num, den = new_bits // g, old_bits // g
+    if num == 1 and den == 1:
+        return layout
+    if num == 1:
+        return downcast(layout, den)
+    if den == 1:
+        return upcast(layout, num)
+    return downcast(upcast(layout, num), den)
+
+
+def cute_str(x: Any) -> str:
+    """Print like CuTe: ``((4,8),(2,2)):((32,1),(16,8))``, ``Sw<3,3,3> o _0 o (8,64):(64,1)``."""
+    if isinstance(x, ComposedLayout) or isinstance(x, Swizzle):
+        return str(x)
+    if isinstance(x, pycute.Swizzle):
+        return str(Swizzle(x.bits, x.base, x.shift))
+    if isinstance(x, Layout):
+        return f"{_tuple_str(x.shape)}:{_tuple_str(x.stride)}"
+    return _tuple_str(x)
+
+
+def _tuple_str(t: Any) -> str:
+    if is_tuple(t):
+        return "(" + ",".join(_tuple_str(e) for e in t) + ")"
+    return "_" if t is None else str(t)
+
+
+# ---------------------------------------------------------------- numpy evaluation
+
+
+def _eval_flat(layout: Any, idx: np.ndarray) -> np.ndarray:
+    """Evaluate a layout at 1-D coordinates ``idx`` (vectorised; pycute does one coord per call)."""
+    if isinstance(layout, ComposedLayout):
+        return _apply_outer(layout.outer, layout.offset + _eval_flat(layout.inner, idx))
+    out = np.zeros(idx.shape, dtype=np.int64)
+    rem = idx.astype(np.int64)
+    shapes, strides = flatten(layout.shape), flatten(layout.stride)
+    for i, (s, d) in enumerate(zip(shapes, strides)):
+        if i == len(shapes) - 1:
+            c = rem  # the last mode takes what is left (CuTe's generalized coordinates)
+        else:
+            c, rem = rem % s, rem // s
+        out += c * d
+    return out
+
+
+def _apply_outer(outer: Any, offsets: np.ndarray) -> np.ndarray:
+    if isinstance(outer, pycute.Swizzle):
+        sw = outer if isinstance(outer, Swizzle) else Swizzle(outer.bits, outer.base, outer.shift)
+        return sw(offsets)
+    if is_layout(outer):
+        return _eval_flat(outer, offsets)
+    return np.vectorize(outer)(offsets)
+
+
+def layout_to_array(layout: Any) -> np.ndarray:
+    """Evaluate a layout over its whole domain at once.
+
+    Returns ``a`` with ``a[i0, i1, ...] == layout((i0, i1, ...))`` where ``ik`` is the 1-D
+    (column-major) coordinate in top-level mode ``k``; shape = sizes of the top-level modes.
+    CuTe equivalent: printing every ``layout(i)``; the DSL's ``cute.print_tensor`` of an
+    identity-composed tensor.
+    """
+    top = product_each(layout.shape)
+    dims = top if is_tuple(top) else (top,)
+    n = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    flat = _eval_flat(layout, np.arange(n, dtype=np.int64))
+    return flat.reshape(dims, order="F")
+
+
+def tv_to_tile_table(tv: Any, tile_shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Invert a (thread, value) -> tile-index layout into per-element tables.
+
+    Returns ``(thread_of, value_of)``, numpy int arrays shaped ``tile_shape``: which thread
+    holds element ``(m, k)`` of the tile and as which of its values (column-major tile
+    index, as CuTe's TV layouts use). Elements no thread holds are -1; where several
+    (thread, value) pairs hold one element (broadcasts), the lowest thread wins.
+    This is the picture ``cute::print_latex(tv_layout)`` draws.
+    """
+    arr = layout_to_array(tv)
+    if arr.ndim != 2:
+        arr = arr.reshape(arr.shape[0], -1, order="F")
+    n_thr, n_val = arr.shape
+    m, k = tile_shape
+    flat = arr.ravel(order="C")  # thread-major: the first occurrence is the lowest thread
+    if flat.size and (flat.min() < 0 or flat.max() >= m * k):
+        raise LayoutError(
+            f"TV layout {cute_str(tv)} maps outside a {m}x{k} tile (max index {int(flat.max())})."
+        )
+    uniq, first = np.unique(flat, return_index=True)
+    thread_of = np.full(m * k, -1, dtype=np.int64)
+    value_of = np.full(m * k, -1, dtype=np.int64)
+    thread_of[uniq] = first // n_val
+    value_of[uniq] = first % n_val
+    return thread_of.reshape((m, k), order="F"), value_of.reshape((m, k), order="F")
