@@ -124,7 +124,7 @@ def _cublas_fn(convention: str, A: Any, B: Any, out: Any, alpha: float, beta: fl
         except (TypeError, RuntimeError):
             return lambda: out.copy_(torch.matmul(A, Bt))
     if out.dtype == A.dtype:
-        return lambda: torch.addmm(out, A, B, beta=beta, alpha=alpha, out=out)
+        return lambda: out.addmm_(A, B, beta=beta, alpha=alpha)
     return lambda: out.copy_(torch.addmm(out.to(A.dtype), A, B, beta=beta, alpha=alpha))
 
 

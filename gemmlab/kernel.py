@@ -384,12 +384,14 @@ def validate_launch(grid: Any, block: Any, smem: int, limits: LaunchLimits,
         if d > m:
             raise LaunchError(f"block dimension {'xyz'[axis]} = {d} is over the GPU's limit of {m}.")
     if threads > limits.max_threads_per_block:
-        raise LaunchError(
-            f"block={b} has {threads} threads, but kernel '{name}' can run at most "
-            f"{limits.max_threads_per_block} per block: it uses {limits.registers} registers per thread and "
-            "an SM has 65,536 registers. Use a smaller block, or make the kernel use fewer registers "
-            "(e.g. __launch_bounds__(threads) tells the compiler the block size)."
-        )
+        cap = limits.max_threads_per_block
+        if limits.registers and limits.registers * threads > 65536:
+            why = (f"it uses {limits.registers} registers per thread and an SM has 65,536 registers. Use a "
+                   "smaller block, or make the kernel use fewer registers (__launch_bounds__(threads) tells "
+                   "the compiler the block size to fit)")
+        else:
+            why = f"its __launch_bounds__ (.maxntid) says {cap}: launch {cap} threads or change the bound"
+        raise LaunchError(f"block={b} has {threads} threads, but kernel '{name}' can run at most {cap} per block: {why}.")
     for axis, (d, m) in enumerate(zip(g, limits.max_grid_dims)):
         if d > m:
             raise LaunchError(
@@ -492,9 +494,9 @@ def synchronize(timeout_s: float = DEFAULT_TIMEOUT_S, stream: Any = None, what: 
     _torch_device()
     d = _driver()
     handle = _stream_handle(stream)
-    event = _check(d.cuEventCreate(d.CUevent_flags.CU_EVENT_DISABLE_TIMING), "creating a CUDA event")
+    event = _check(d.cuEventCreate(int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)), what)
     try:
-        _check(d.cuEventRecord(event, handle), f"waiting for {what}")
+        _check(d.cuEventRecord(event, handle), what)
         deadline = time.monotonic() + timeout_s
         pause = 1e-5
         while True:

@@ -146,6 +146,7 @@ def test_validate_launch_accepts_and_normalises():
     (1, (32, 32, 2), 0, LaunchLimits(), "at most 1024"),
     (1, (1, 1, 65), 0, LaunchLimits(), "block dimension z = 65 is over"),
     (1, 512, 0, LaunchLimits(max_threads_per_block=256, registers=201), "201 registers per thread"),
+    (1, 256, 0, LaunchLimits(max_threads_per_block=128, registers=40), r"__launch_bounds__ \(.maxntid\) says 128"),
     ((1, 70000), 32, 0, LaunchLimits(), "grid dimension y = 70,000.*grid x"),
     (1, 128, 200 * 1024, LaunchLimits(static_smem=32 * 1024, max_smem_optin=227 * 1024), "leaving 199,680"),
     (1, 128, -1, LaunchLimits(), "smem must be"),
