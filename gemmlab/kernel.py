@@ -110,7 +110,7 @@ def error_for(result: Any, what: str) -> KernelError:
 def translate_torch_error(exc: BaseException, what: str) -> BaseException:
     """Turn torch's ``RuntimeError: CUDA error: ...`` (seen after a bad kernel) into ours."""
     text = str(exc)
-    if "CUDA error" not in text and "CUDA" not in text and not any(s in text for s in _STICKY_TORCH):
+    if "CUDA error" not in text and not any(s in text for s in _STICKY_TORCH):
         return exc
     first = text.strip().splitlines()[0] if text.strip() else text
     if any(s in text for s in _STICKY_TORCH):
