@@ -201,22 +201,27 @@ class CheckResult:
 
 def _heatmap_figure(row: Row, tile: tuple[int, int]) -> Any:
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     frac = row.tile_fraction
     tm, tn = frac.shape
-    fig = Figure(figsize=(min(2 + 0.45 * tn, 10), min(1.5 + 0.45 * tm, 8)))
+    fig = Figure(figsize=(min(max(4.8, 2.5 + 0.45 * tn), 11), min(max(3.6, 1.8 + 0.45 * tm), 8)),
+                 layout="constrained")
     ax = fig.add_subplot()
     image = ax.imshow(frac, cmap="Reds", vmin=0, vmax=1, interpolation="nearest", aspect="auto")
     M, N, K = row.shape
-    ax.set_title(f"wrong elements per {tile[0]}×{tile[1]} output tile\nM×N×K = {M}×{N}×{K}", fontsize=10)
+    ax.set_title(f"wrong elements per {tile[0]}×{tile[1]} output tile, M×N×K = {M}×{N}×{K}", fontsize=9)
     ax.set_xlabel(f"tile column (n // {tile[1]})")
     ax.set_ylabel(f"tile row (m // {tile[0]})")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if tm * tn <= 256:
         for i in range(tm):
             for j in range(tn):
                 if frac[i, j] > 0:
-                    ax.text(j, i, f"{frac[i, j]:.0%}", ha="center", va="center", fontsize=7)
-    fig.colorbar(image, ax=ax, label="share of the tile's elements that are wrong")
+                    ax.text(j, i, f"{frac[i, j]:.0%}", ha="center", va="center", fontsize=7,
+                            color="white" if frac[i, j] > 0.5 else "black")
+    fig.colorbar(image, ax=ax, label="share wrong")
     return fig
 
 

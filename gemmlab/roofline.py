@@ -75,7 +75,7 @@ def roofline(points: Sequence[Any] | None = None, ceilings: Any = None, ax: Any 
     ax.axvline(knee, color="grey", ls=":", lw=1)
     ax.annotate(f"ridge {knee:.0f} flop/B", (knee, peak), xytext=(6, -14), textcoords="offset points",
                 fontsize=8, color="grey")
-    ax.text(lo * 1.3, attainable(lo * 1.3, peak, bw) * 1.25, f"{bw:,.0f} GB/s", fontsize=8, rotation=0)
+    ax.text(lo * 1.5, attainable(lo * 1.5, peak, bw) / 2.2, f"{bw:,.0f} GB/s", fontsize=8)
     ax.text(hi / 1.3, peak * 1.08, f"{peak:.0f} TFLOPS", fontsize=8, ha="right")
     markers = "os^Dv<>p*h"
     for index, (label, x, y) in enumerate(pts):
