@@ -9,7 +9,10 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import statistics
+import sys
+import types
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from . import cache
 from .errors import GemmlabError
@@ -99,3 +102,14 @@ def ceilings(refresh: bool = False) -> Ceilings:
 
 
 __all__ = ["Ceilings", "ceilings"]
+
+
+class _CallableModule(types.ModuleType):
+    """``gemmlab.ceilings`` is both this module and its main function: importing the submodule
+    replaces the lazy function attribute on the package, so the module must be callable too."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return ceilings(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -16,7 +16,7 @@ import math
 import secrets
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
 from .errors import ContextLostError, GemmlabError, KernelTimeoutError
 from .gpu import require_gpu

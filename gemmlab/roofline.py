@@ -7,6 +7,8 @@ when the ceilings are given as numbers.
 from __future__ import annotations
 
 import math
+import sys
+import types
 from typing import Any, Iterable, Sequence
 
 from .errors import GemmlabError
@@ -95,3 +97,14 @@ def roofline(points: Sequence[Any] | None = None, ceilings: Any = None, ax: Any 
 
 
 __all__ = ["roofline"]
+
+
+class _CallableModule(types.ModuleType):
+    """``gemmlab.roofline`` is both this module and its main function: importing the submodule
+    replaces the lazy function attribute on the package, so the module must be callable too."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return roofline(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -96,3 +96,13 @@ def test_roofline_from_ceilings_object_and_bad_points():
         roofline([("x", 1.0)], ceilings=c)
     with pytest.raises(GemmlabError):
         c.peak("float32")
+
+
+def test_package_names_stay_callable_after_submodule_import():
+    import gemmlab
+    import gemmlab.ceilings  # noqa: F401  (binds the submodule over the lazy function)
+    import gemmlab.roofline  # noqa: F401
+
+    fig = gemmlab.roofline([("x", 10.0, 5.0)], peak_tflops=100, bw_gbps=1000)
+    assert fig.axes
+    assert callable(gemmlab.ceilings)
