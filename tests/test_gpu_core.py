@@ -209,7 +209,7 @@ def test_cute_gemm_passes_default_suite(torch):
     gemmlab.check_gemm(fn, shapes="aligned").raise_if_failed()
 
 
-def test_naive_passes_and_bf16_fp32_paths(torch, naive):
+def test_naive_passes_odd_suite_and_rejects_bf16(torch, naive):
     import gemmlab
 
     r = gemmlab.check_gemm(naive_launcher(naive), shapes="odd", tile=(16, 16))
