@@ -1,0 +1,368 @@
+"""Compile a student's ``@cute.jit`` function, cache it, and run it on torch tensors.
+
+Why a cache of our own: re-running an unchanged notebook cell creates a new function
+object, and check_gemm calls the same kernel on a dozen shapes. Keyed on the function's
+source (and what it uses), the arch and the argument *signature* (never the sizes), both
+cost a dictionary lookup instead of a compile.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+import threading
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .. import cache as _cache
+from ..errors import CompileError, GemmlabError, KernelError, LaunchError, ToolchainError
+from ..gpu import current_arch, require_gpu
+from ..resources import Resources
+from . import convert
+from .cubin import resources as cubin_resources
+from .env import load
+from .errors import headline, to_compile_error
+
+ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_120a")
+_MAX_DEPTH = 3  # how far to follow functions a jit function calls when hashing its source
+
+
+# ----------------------------------------------------------------- source key
+
+
+def _is_library(obj: Any) -> bool:
+    module = getattr(obj, "__module__", "") or ""
+    return module.split(".")[0] in {"cutlass", "cuda", "torch", "numpy", "builtins", "gemmlab", "math", "typing"}
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _value_key(value: Any, depth: int, seen: set[int]) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return repr(value)
+    if isinstance(value, (tuple, list)) and len(value) <= 64:
+        return [_value_key(v, depth, seen) for v in value]
+    if isinstance(value, types.ModuleType):
+        return f"module:{value.__name__}"
+    target = getattr(value, "__wrapped__", value)
+    if callable(target) and hasattr(target, "__code__") and not _is_library(target):
+        return source_key(target, depth + 1, seen) if depth < _MAX_DEPTH else target.__qualname__
+    if isinstance(value, type):
+        if _is_library(value) or depth >= _MAX_DEPTH:
+            return f"class:{value.__module__}.{value.__qualname__}"
+        try:
+            return ["class", inspect.getsource(value)]
+        except (OSError, TypeError):
+            return f"class:{value.__module__}.{value.__qualname__}"
+    return f"{type(value).__module__}.{type(value).__qualname__}"
+
+
+def _without_decorators(source: str) -> str:
+    """The ``def`` onwards: the DSL rewrites a function on first compile, after which
+    ``inspect.getsource`` no longer includes its decorator lines."""
+    lines = textwrap.dedent(source).splitlines()
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("def ", "async def ")):
+            return "\n".join(lines[i:])
+    return source
+
+
+def source_key(fn: Callable, depth: int = 0, seen: set[int] | None = None) -> Any:
+    """What decides the generated code: fn's source, closure values, and the globals it reads."""
+    seen = set() if seen is None else seen
+    f = getattr(fn, "__wrapped__", fn)
+    if id(f) in seen:
+        return f"<recursive {getattr(f, '__qualname__', '?')}>"
+    seen.add(id(f))
+    code = getattr(f, "__code__", None)
+    try:
+        source = _without_decorators(inspect.getsource(f))
+    except (OSError, TypeError):
+        source = code.co_code.hex() if code is not None else repr(f)
+    parts: list[Any] = [getattr(f, "__qualname__", ""), source]
+    for cell in getattr(f, "__closure__", None) or ():
+        try:
+            parts.append(_value_key(cell.cell_contents, depth, seen))
+        except ValueError:  # empty cell
+            parts.append("<empty>")
+    if code is not None:
+        glb = getattr(f, "__globals__", {})
+        for name in sorted(_code_names(code)):
+            if name in glb:
+                parts.append((name, _value_key(glb[name], depth, seen)))
+    defaults = getattr(f, "__defaults__", None) or ()
+    parts.append([_value_key(d, depth, seen) for d in defaults])
+    return parts
+
+
+# ----------------------------------------------------------------- compiled variants
+
+
+@dataclass
+class Variant:
+    """One compile of fn: for one arch and one argument signature."""
+
+    arch: str
+    signature: tuple
+    compiled: Any
+    ptx: str
+    cubin: bytes
+    kernel_name: str
+    resources: Resources | None
+    compile_seconds: float
+    hits: int = 0
+
+
+_VARIANTS: dict[str, Variant] = {}
+_LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget every compiled DSL function (the next call compiles again)."""
+    with _LOCK:
+        _VARIANTS.clear()
+
+
+def _read_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _compile_variant(fn: Callable, arch: str, sig: tuple, values: Sequence[Any], options: str) -> Variant:
+    _, cute = load()
+    fake = convert.compile_args(sig, values)
+    root = _cache.cache_root() / "dsl" / "artifacts"
+    root.mkdir(parents=True, exist_ok=True)
+    dump = tempfile.mkdtemp(prefix="compile-", dir=root)
+    opts = f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {dump} {options}".strip()
+    start = time.perf_counter()
+    try:
+        compiled = cute.compile(fn, *fake, options=opts)
+    except GemmlabError:
+        raise
+    except Exception as exc:  # the DSL's errors, MLIR's and the student's own Python errors alike
+        raise to_compile_error(exc, fn, arch) from None
+    finally:
+        seconds = time.perf_counter() - start
+    try:
+        ptx = _read_text(getattr(compiled, "__ptx__", None))
+        cubin = getattr(compiled, "__cubin__", None) or b""
+        cubin = cubin.encode("latin-1") if isinstance(cubin, str) else bytes(cubin)
+    finally:
+        shutil.rmtree(dump, ignore_errors=True)
+    kernel_name, res = "", None
+    if cubin:
+        try:
+            kernel_name, res = cubin_resources(cubin, ptx)
+        except (ValueError, KeyError, IndexError):
+            pass
+    return Variant(arch, sig, compiled, ptx, cubin, kernel_name, res, seconds)
+
+
+def get_variant(fn: Callable, fn_key: str, arch: str, sig: tuple, values: Sequence[Any],
+                options: str) -> tuple[Variant, bool]:
+    """(variant, was_cached): compile only when this source/arch/signature is new."""
+    key = _cache.key_for(fn_key, arch, repr(sig), options)
+    with _LOCK:
+        hit = _VARIANTS.get(key)
+        if hit is not None:
+            hit.hits += 1
+            return hit, True
+        variant = _compile_variant(fn, arch, sig, values, options)
+        _VARIANTS[key] = variant
+        return variant, False
+
+
+# ----------------------------------------------------------------- the student's handle
+
+
+def _check_arch(arch: str) -> str:
+    if not isinstance(arch, str) or not arch.startswith("sm_"):
+        raise CompileError(f"arch must look like 'sm_90a' (one of {', '.join(ARCHS)}), not {arch!r}.")
+    return arch
+
+
+@dataclass
+class DslKernel:
+    """A compiled CuTe DSL function; call it like the original with torch CUDA tensors.
+
+    Calling with a new dtype, majorness or alignment compiles one more variant (cached);
+    new sizes never do. Attributes describe the last variant compiled or used.
+    """
+
+    fn: Callable
+    arch: str | None = None
+    options: str = ""
+    dtypes: dict[str, str] | None = None
+    min_align: int | None = None
+    _params: list = field(default_factory=list, repr=False)
+    _fn_key: str = field(default="", repr=False)
+    _last: Variant | None = field(default=None, repr=False)
+    cached: bool = False
+
+    def __post_init__(self) -> None:
+        self._params = convert.params_of(self.fn)
+        self._fn_key = _cache.key_for(source_key(self.fn))
+        if self.dtypes:
+            self.dtypes = {k: str(v).replace("torch.", "") for k, v in self.dtypes.items()}
+
+    # -- compile
+
+    def _variant(self, args: Sequence[Any], arch: str, need_cuda: bool) -> tuple[Variant, tuple, list]:
+        bound = convert.bind(self.fn, self._params, args)
+        sig = convert.signature(bound, need_cuda, self.dtypes, self.min_align)
+        values = [v for _, v in bound]
+        variant, cached = get_variant(self.fn, self._fn_key, arch, sig, values, self.options)
+        self._last, self.cached = variant, cached
+        return variant, sig, values
+
+    def compile_for(self, *example_args: Any) -> "DslKernel":
+        """Compile (or find cached) the variant for these example arguments; no GPU needed."""
+        arch = _check_arch(self.arch or current_arch())
+        self._variant(example_args, arch, need_cuda=False)
+        return self
+
+    # -- run
+
+    def __call__(self, *args: Any) -> None:
+        require_gpu(f"Running the DSL kernel `{self.name}`")
+        from .. import kernel as _kernel
+
+        _kernel._raise_if_lost()
+        arch = current_arch()  # a cubin for another arch would not load on this GPU
+        variant, sig, values = self._variant(args, arch, need_cuda=True)
+        runtime = convert.runtime_args(sig, values)
+        call_kwargs = None
+        if any(getattr(s, "constexpr", False) for s in sig):
+            names = [p.name for p, s in zip(self._params, sig) if not getattr(s, "constexpr", False)]
+            call_kwargs = dict(zip(names, runtime))
+        try:
+            status = variant.compiled(**call_kwargs) if call_kwargs is not None else variant.compiled(*runtime)
+        except GemmlabError:
+            raise
+        except Exception as exc:
+            raise self._launch_error(exc) from None
+        if isinstance(status, int) and status != 0:
+            from cuda.bindings import driver
+
+            try:
+                raise _kernel.error_for(driver.CUresult(status), f"DSL kernel `{self.name}`")
+            except ValueError:
+                raise KernelError(f"DSL kernel `{self.name}` returned CUDA error code {status}.") from None
+
+    def _launch_error(self, exc: BaseException) -> GemmlabError:
+        from .. import kernel as _kernel
+
+        text = headline(exc)
+        if any(s in str(exc) for s in _kernel._STICKY_TORCH) or any(n in str(exc) for n in _kernel._STICKY):
+            return _kernel._mark_lost(f"DSL kernel `{self.name}` failed: {text}")
+        return KernelError(f"DSL kernel `{self.name}` failed to launch: {text}")
+
+    # -- what the course shows
+
+    def _need(self) -> Variant:
+        if self._last is None:
+            raise GemmlabError(f"`{self.name}` is not compiled yet: call gemmlab.dsl.compile(fn, *example_args) "
+                               "or run it once.")
+        return self._last
+
+    @property
+    def name(self) -> str:
+        f = getattr(self.fn, "__wrapped__", self.fn)
+        return getattr(f, "__name__", "dsl_kernel")
+
+    @property
+    def signature(self) -> str:
+        return convert.signature_text(self.fn, self._params)
+
+    @property
+    def ptx(self) -> str:
+        return self._need().ptx
+
+    @property
+    def cubin(self) -> bytes:
+        return self._need().cubin
+
+    @property
+    def resources(self) -> Resources | None:
+        return self._need().resources
+
+    @property
+    def compile_seconds(self) -> float:
+        return self._need().compile_seconds
+
+    @property
+    def kernel_name(self) -> str:
+        return self._need().kernel_name
+
+    @property
+    def compiled_arch(self) -> str:
+        return self._need().arch
+
+    def sass(self) -> str:
+        """SASS of the cubin via ``cuobjdump -sass`` (present on machines with the CUDA toolkit)."""
+        tool = shutil.which("cuobjdump") or next(
+            (p for p in ("/usr/local/cuda/bin/cuobjdump",) if os.path.exists(p)), None)
+        if tool is None:
+            raise ToolchainError("Showing SASS needs `cuobjdump`, which is not on PATH. It comes with the CUDA "
+                                 "toolkit (/usr/local/cuda/bin). The PTX (kernel.ptx) is available without it.")
+        cubin = self.cubin
+        if not cubin:
+            raise ToolchainError(f"`{self.name}` has no cubin to disassemble.")
+        with tempfile.TemporaryDirectory(prefix="gemmlab-sass-") as tmp:
+            path = os.path.join(tmp, f"{self.name}.cubin")
+            with open(path, "wb") as handle:
+                handle.write(cubin)
+            proc = subprocess.run([tool, "-sass", path], capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise ToolchainError(f"cuobjdump could not disassemble `{self.name}`: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def summary(self) -> str:
+        v = self._need()
+        res = v.resources.summary() if v.resources else "resources unknown"
+        when = "cached" if self.cached else f"compiled in {v.compile_seconds:.2f} s"
+        return f"{self.name} [{v.arch}]: {res} ({when})"
+
+    def __repr__(self) -> str:
+        return f"<DslKernel {self.signature} {self.summary() if self._last else '(not compiled yet)'}>"
+
+
+def compile(fn: Callable, *example_args: Any, arch: str | None = None, options: str | Sequence[str] | None = None,
+            dtypes: dict[str, Any] | None = None, min_align: int | None = None) -> DslKernel:
+    """Compile the ``@cute.jit`` function ``fn`` for ``example_args`` (torch tensors / numbers).
+
+    ``arch=None`` targets this machine's GPU; give ``arch='sm_90a'`` (or sm_80, sm_100a) to
+    compile without one. CPU tensors stand in for shape, dtype and strides. ``dtypes``
+    ({param: torch dtype}) and ``min_align`` (bytes) declare what the kernel expects, so a
+    wrong call fails with a clear LaunchError. Returns a :class:`DslKernel`.
+    """
+    if not callable(fn):
+        raise LaunchError(f"gemmlab.dsl.compile needs the @cute.jit function, not {type(fn).__name__}.")
+    opts = " ".join(options) if isinstance(options, (list, tuple)) else (options or "")
+    kernel = DslKernel(fn, arch=_check_arch(arch) if arch else None, options=opts, dtypes=dtypes,
+                       min_align=min_align)
+    return kernel.compile_for(*example_args)
+
+
+def gemm_fn(fn: Callable, arch: str | None = None, options: str = "", dtypes: dict[str, Any] | None = None,
+            min_align: int | None = None) -> DslKernel:
+    """A GEMM function for check_gemm/bench_gemm from a ``@cute.jit`` fn(A, B, D[, stream]).
+
+    Nothing compiles until the first call; each new dtype/alignment signature then compiles
+    once and every shape after that reuses it.
+    """
+    return DslKernel(fn, arch=_check_arch(arch) if arch else None, options=options, dtypes=dtypes,
+                     min_align=min_align)

@@ -1,0 +1,108 @@
+"""Registers and shared memory of DSL kernels, read from the cubin the DSL produced.
+
+The DSL runs ptxas inside its own library and does not hand us ptxas's report, but the
+cubin (an ELF file) records what we need: each kernel's ``.text.<name>`` section carries
+its register count in the top byte of ``sh_info``, ``.nv.shared.<name>`` is its static
+shared memory, ``.nv.constant0.<name>`` its parameter bank, and the global ``.nv.info``
+table holds each function's register count and stack frame (by symbol index). Spills are not recorded in a cubin: they are reported as 0.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from ..resources import Resources, max_threads_for_registers, max_threads_from_ptx
+
+_EIATTR_FRAME_SIZE = 0x11
+_EIATTR_REGCOUNT = 0x2F
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    type: int
+    info: int
+    size: int  # from the header: NOBITS sections (shared memory) have a size but no bytes
+    data: bytes
+
+
+_SHT_NOBITS = 8
+
+
+def sections(elf: bytes) -> list[Section]:
+    """All sections of a 64-bit little-endian ELF (what every CUDA cubin is)."""
+    if elf[:4] != b"\x7fELF" or elf[4] != 2:
+        raise ValueError("not a 64-bit ELF cubin")
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    raw = [struct.unpack_from("<IIQQQQII", elf, shoff + i * shentsize) for i in range(shnum)]
+    str_off, str_size = raw[shstrndx][4], raw[shstrndx][5]
+    names = elf[str_off:str_off + str_size]
+
+    def name_at(i: int) -> str:
+        return names[i:names.index(b"\0", i)].decode(errors="replace")
+
+    return [
+        Section(name_at(name), stype, info, size, b"" if stype == _SHT_NOBITS else elf[offset:offset + size])
+        for name, stype, _flags, _addr, offset, size, _link, info in raw
+    ]
+
+
+def _size(section: Section) -> int:
+    return section.size
+
+
+def kernel_names(elf: bytes) -> list[str]:
+    return [s.name[len(".text."):] for s in sections(elf) if s.name.startswith(".text.")]
+
+
+def _nv_info_records(data: bytes) -> list[tuple[int, bytes]]:
+    """(attribute, payload) records of an .nv.info table (format u8, attribute u8, u16, payload)."""
+    out, pos = [], 0
+    while pos + 4 <= len(data):
+        fmt, code = data[pos], data[pos + 1]
+        if fmt == 0x04:  # EIFMT_SVAL: a u16 size, then that many bytes
+            size, = struct.unpack_from("<H", data, pos + 2)
+            out.append((code, data[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        else:  # EIFMT_NVAL / EIFMT_HVAL: the u16 itself is the value
+            out.append((code, data[pos + 2:pos + 4]))
+            pos += 4
+    return out
+
+
+def _per_symbol(info: bytes, attr: int, symbol: int) -> int | None:
+    """A per-function attribute of the global .nv.info: payload (symbol index u32, value u32)."""
+    for code, payload in _nv_info_records(info):
+        if code == attr and len(payload) >= 8:
+            sym, value = struct.unpack_from("<II", payload)
+            if sym == symbol:
+                return value
+    return None
+
+
+def resources(cubin: bytes, ptx: str = "", kernel: str | None = None) -> tuple[str, Resources]:
+    """(kernel name, Resources) of ``kernel`` (default: the first kernel in the cubin)."""
+    secs = {s.name: s for s in sections(cubin)}
+    names = [n[len(".text."):] for n in secs if n.startswith(".text.")]
+    if not names:
+        raise ValueError("the cubin holds no kernel")
+    name = kernel if kernel in names else names[0]
+    text = secs[f".text.{name}"]
+    symbol = text.info & 0xFFFFFF  # low bits: the function's symbol; old cubins keep registers on top
+    glob = secs[".nv.info"].data if ".nv.info" in secs else b""
+    registers = _per_symbol(glob, _EIATTR_REGCOUNT, symbol) or (text.info >> 24) & 0xFF
+    smem = _size(secs[f".nv.shared.{name}"]) if f".nv.shared.{name}" in secs else 0
+    const = _size(secs[f".nv.constant0.{name}"]) if f".nv.constant0.{name}" in secs else 0
+    frame = _per_symbol(glob, _EIATTR_FRAME_SIZE, symbol) or 0
+    by_regs = max_threads_for_registers(registers)
+    by_ptx = max_threads_from_ptx(ptx, name) if ptx else None
+    return name, Resources(
+        registers=registers,
+        static_smem_bytes=smem,
+        spill_stores_bytes=0,
+        spill_loads_bytes=0,
+        stack_frame_bytes=frame,
+        max_threads_per_block=min(by_regs, by_ptx) if by_ptx else by_regs,
+        const_bytes=const,
+    )
