@@ -9,6 +9,7 @@ the left, B (KxN) on top and C (MxN) in the middle.
 """
 from __future__ import annotations
 
+import io
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -31,14 +32,38 @@ HIGHLIGHT = np.array((0.85, 0.1, 0.1))
 LABEL_MAX_CELLS = 1024  # more cells than this: colours only, no text
 
 
-def _figure(ncols: int, cell_rows: int, cell_cols: int, extra_w: float = 0.0) -> Any:
-    """A figure with panels sized so cells are square and readable but never huge."""
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    return buf.getvalue()
+
+
+def _new_figure(**kwargs: Any) -> Any:
+    """A pyplot-free Figure (no global state, no double display) that IPython shows as PNG.
+
+    Jupyter's inline backend registers a PNG printer for figures only once pyplot is
+    imported; register our own if none is there, so returned figures always display.
+    """
     from matplotlib.figure import Figure
 
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with jupyter
+        get_ipython = lambda: None  # noqa: E731
+    ip = get_ipython()
+    if ip is not None:
+        fmt = ip.display_formatter.formatters["image/png"]
+        if Figure not in fmt.type_printers:
+            fmt.for_type(Figure, _png)
+    return Figure(**kwargs)
+
+
+def _figure(ncols: int, cell_rows: int, cell_cols: int, extra_w: float = 0.0) -> Any:
+    """A figure with panels sized so cells are square and readable but never huge."""
     scale = min(0.45, 10.0 / max(cell_cols, 1), 8.0 / max(cell_rows, 1))
     w = max(3.0, cell_cols * scale + 1.2) + extra_w
     h = max(2.0, cell_rows * scale + 1.2)
-    return Figure(figsize=(w, h), layout="constrained")
+    return _new_figure(figsize=(w, h), layout="constrained")
 
 
 # --------------------------------------------------------------------------- layouts
@@ -213,10 +238,8 @@ def tiled_mma(tiled_mma: Any, which: str = "ABC", highlight_thread: int | None =
     tables = mma_tables(tiled_mma)
     m, n, k = _mma_tile(tiled_mma)
     dims = {"A": (m, k), "B": (k, n), "C": (m, n)}
-    from matplotlib.figure import Figure
-
     scale = min(0.4, 14.0 / max(sum(dims[w][1] for w in which), 1), 8.0 / max(max(dims[w][0] for w in which), 1))
-    fig = Figure(figsize=(max(4.0, sum(dims[w][1] for w in which) * scale + 1.5 * len(which)),
+    fig = _new_figure(figsize=(max(4.0, sum(dims[w][1] for w in which) * scale + 1.5 * len(which)),
                           max(2.5, max(dims[w][0] for w in which) * scale + 1.3)), layout="constrained")
     axes = fig.subplots(1, len(which), width_ratios=[dims[w][1] for w in which], squeeze=False)[0]
     names = {"A": f"A ({m}x{k}, M x K)", "B": f"B ({k}x{n}, K x N)", "C": f"C ({m}x{n}, M x N)"}
@@ -241,10 +264,8 @@ def tiled_copy(tiled_copy: Any, highlight_thread: int | None = None, labels: boo
     if src is None:
         raise DrawError("the tiled copy has no .tv_layout; build it with gemmlab.layout.make_tiled_copy")
     panels = [("source", src)] + ([("destination", dst)] if dst is not src else [])
-    from matplotlib.figure import Figure
-
     scale = min(0.4, 12.0 / (tiler[1] * len(panels)), 8.0 / tiler[0])
-    fig = Figure(figsize=(max(4.0, tiler[1] * scale * len(panels) + 1.5), max(2.5, tiler[0] * scale + 1.3)),
+    fig = _new_figure(figsize=(max(4.0, tiler[1] * scale * len(panels) + 1.5), max(2.5, tiler[0] * scale + 1.3)),
                  layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (name, tv) in zip(axes, panels):
@@ -275,10 +296,8 @@ def swizzle(swizzle: Any, layout: Any, elem_bytes: int = 2):
     before, after = bank_grid(inner, elem_bytes), bank_grid(swizzled, elem_bytes)
     rows, cols = before.shape
     from matplotlib import colormaps
-    from matplotlib.figure import Figure
-
     scale = min(0.4, 7.0 / cols, 8.0 / rows)
-    fig = Figure(figsize=(max(6.0, 2 * cols * scale + 1.8), max(2.5, rows * scale + 1.4)), layout="constrained")
+    fig = _new_figure(figsize=(max(6.0, 2 * cols * scale + 1.8), max(2.5, rows * scale + 1.4)), layout="constrained")
     axes = fig.subplots(1, 2)
     cmap = colormaps["hsv"].resampled(NUM_BANKS)
     for ax, grid, name in ((axes[0], before, f"before: {inner}"), (axes[1], after, f"after: {swizzle} o {inner}")):
@@ -307,9 +326,7 @@ def banks(access: Access, max_lanes_shown: int = 4):
                 shown = ",".join(str(l) for l in lanes[:max_lanes_shown])
                 texts[w.index, b] = shown + ("+" if len(lanes) > max_lanes_shown else "")
     from matplotlib.colors import ListedColormap
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(14, max(1.6, 0.32 * rows + 1.3)), layout="constrained")
+    fig = _new_figure(figsize=(14, max(1.6, 0.32 * rows + 1.3)), layout="constrained")
     ax = fig.add_subplot()
     ax.imshow(state, cmap=ListedColormap(["white", "#b5e3b5", "#f08080"]), vmin=0, vmax=2,
               interpolation="nearest", aspect="auto")
@@ -419,11 +436,9 @@ def cta_raster(M: int, N: int, tile_m: int, tile_n: int, group: int | None = Non
     A/B DRAM traffic each order costs for an L2 of ``l2_bytes`` (default K = max(M, N))."""
     K = K or max(M, N)
     orders = [("row-major", None)] + ([(f"grouped by {group}", group)] if group and group > 1 else [])
-    from matplotlib.figure import Figure
-
     tm, tn = -(-M // tile_m), -(-N // tile_n)
     scale = min(0.45, 6.0 / tn, 7.0 / tm)
-    fig = Figure(figsize=(max(5.0, len(orders) * (tn * scale + 1.2)), max(3.0, tm * scale + 1.6)),
+    fig = _new_figure(figsize=(max(5.0, len(orders) * (tn * scale + 1.2)), max(3.0, tm * scale + 1.6)),
                  layout="constrained")
     axes = fig.subplots(1, len(orders), squeeze=False)[0]
     for ax, (name, g) in zip(axes, orders):

@@ -1,0 +1,154 @@
+"""Pictures: what each panel encodes, CuTe's conventions, the raster traffic model, speed."""
+from __future__ import annotations
+
+import io
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pycute
+import pytest
+from matplotlib.figure import Figure
+
+from gemmlab import banks, draw
+from gemmlab import layout as L
+from gemmlab.errors import GemmlabError
+
+ATOM = "SM80_16x8x16_F32F16F16F32_TN"
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=40)
+    return buf.getvalue()
+
+
+def _texts(fig: Figure) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_layout_grid_values_like_print_layout():
+    lay = pycute.Layout((8, (4, 2)), (2, (16, 1)))
+    vals = draw.layout_values_2d(lay)
+    assert vals.shape == (8, 8)
+    assert all(vals[r, c] == lay(r, c) for r in range(8) for c in range(8))
+    fig = draw.layout_grid(lay)
+    assert isinstance(fig, Figure) and _png(fig)[:4] == b"\x89PNG"
+    assert sorted(map(int, _texts(fig))) == sorted(vals.ravel().tolist())
+    assert draw.layout_values_2d(pycute.Layout(8, 2)).tolist() == [[0, 2, 4, 6, 8, 10, 12, 14]]
+    with pytest.raises(GemmlabError, match="rank"):
+        draw.layout_grid(pycute.Layout((2, 2, 2)))
+
+
+def test_tv_table_matches_mma_fragment_rule():
+    """PTX m16n8k16 C fragment: row = lane/4 (+8 for values 2,3), col = 2*(lane%4) + (v%2)."""
+    atom = L.mma_atom(ATOM)
+    thread_of, value_of = draw.tv_table(atom.tv_c, (16, 8))
+    for lane in range(32):
+        for v in range(4):
+            r, c = lane // 4 + 8 * (v // 2), 2 * (lane % 4) + v % 2
+            assert (thread_of[r, c], value_of[r, c]) == (lane, v)
+    assert draw.owned_coords(atom.tv_c, (16, 8), 5) == [(1, 2), (1, 3), (9, 2), (9, 3)]
+
+
+def test_tiled_mma_draws_b_as_k_by_n_and_highlights():
+    mma = L.make_tiled_mma(ATOM, (2, 2, 1))
+    tables = draw.mma_tables(mma)
+    M, N, K = mma.tile_mnk
+    assert tables["A"][0].shape == (M, K) and tables["B"][0].shape == (K, N) and tables["C"][0].shape == (M, N)
+    b_nk = draw.tv_table(mma.tv_b, (N, K))[0]
+    assert (tables["B"][0] == b_nk.T).all()
+    fig = draw.tiled_mma(mma, "ABC", highlight_thread=3)
+    assert len(fig.axes) == 3 and [ax.get_title()[0] for ax in fig.axes] == ["A", "B", "C"]
+    # the highlighted thread's cells are painted in the highlight colour, the others are not
+    img = fig.axes[2].images[0].get_array()
+    mine = tables["C"][0] == 3
+    assert np.allclose(img[mine], draw.HIGHLIGHT) and not np.allclose(img[~mine][0], draw.HIGHLIGHT)
+    texts = _texts(fig)
+    owned = sum(int((t >= 0).sum()) for t, _ in tables.values())
+    assert "T0\nV0" in texts and len(texts) == owned
+    with pytest.raises(GemmlabError, match="which"):
+        draw.tiled_mma(mma, "AX")
+
+
+@pytest.mark.parametrize("atoms", [(1, 1, 1), (2, 1, 1), (1, 2, 1), (2, 2, 1)])
+def test_tiled_mma_every_element_has_an_owner(atoms):
+    """Every element of A, B and C belongs to some thread (a TiledMMA computes all of C).
+
+    Fails while gemmlab.layout's TiledMMA.tv_b uses btile (ThrN, ThrK):(0, 1); CuTe's
+    get_layoutB_TV uses (ThrM, ThrN):(0, 1), so warps along N get different B columns.
+    """
+    tables = draw.mma_tables(L.make_tiled_mma(ATOM, atoms))
+    for name, (thread_of, _) in tables.items():
+        assert (thread_of >= 0).all(), f"{name}: {(thread_of < 0).sum()} elements have no thread"
+
+
+def test_big_tv_picture_is_fast_and_unlabelled():
+    tv = pycute.Layout((128, 128), (1, 128))
+    _png(draw.tv_layout(tv, (128, 128)))  # warm up fonts and the PNG writer
+    t0 = time.perf_counter()
+    fig = draw.tv_layout(tv, (128, 128))
+    _png(fig)
+    assert time.perf_counter() - t0 < 1.0
+    assert _texts(fig) == []
+
+
+def test_tiled_copy_panels():
+    tc = L.make_tiled_copy(L.copy_atom("UniversalCopy", 128), pycute.Layout((16, 8), (8, 1)), pycute.Layout((1, 8)))
+    fig = draw.tiled_copy(tc)
+    assert len(fig.axes) >= 1 and _png(fig)
+
+
+def test_swizzle_banks_before_and_after():
+    base = pycute.Layout((8, 64), (64, 1))
+    before = draw.bank_grid(base, 2)
+    after = draw.bank_grid(pycute.ComposedLayout(pycute.Swizzle(3, 3, 3), 0, base), 2)
+    # column 0 of every row: same bank before, 8 different bank groups after
+    assert len(set(before[:, 0])) == 1 and len(set(after[:, 0] // 4)) == 8
+    fig = draw.swizzle(pycute.Swizzle(3, 3, 3), base, 2)
+    assert len(fig.axes) == 2
+    assert (fig.axes[1].images[0].get_array() == after).all()
+
+
+def test_banks_picture_marks_conflicts():
+    a = banks.analyze([8 * l for l in range(32)], "ld32")
+    fig = draw.banks(a)
+    state = fig.axes[0].images[0].get_array()
+    assert state.shape == (2, 32)
+    assert (state[:, 0::2] == 2).all() and (state[:, 1::2] == 0).all()
+    assert "0" in _texts(fig) and "16" in _texts(fig)
+
+
+def test_raster_order_grouped():
+    assert draw.raster_order(2, 3).tolist() == [[0, 1, 2], [3, 4, 5]]
+    g = draw.raster_order(4, 3, group=2)
+    assert g.tolist() == [[0, 2, 4], [1, 3, 5], [6, 8, 10], [7, 9, 11]]
+    assert sorted(draw.raster_order(5, 3, group=2).ravel().tolist()) == list(range(15))
+
+
+def test_raster_traffic_model():
+    M = N = K = 1024
+    panel = 128 * K * 2
+    # unlimited L2: every panel once
+    t = draw.raster_traffic(M, N, K, 128, 128)
+    assert t.total_bytes == t.ideal_bytes == 16 * panel and t.ratio_to_ideal == 1.0
+    # L2 of 2 panels, row-major: A panel stays, every B panel is re-read for each tile row
+    t = draw.raster_traffic(M, N, K, 128, 128, l2_bytes=2 * panel)
+    assert t.a_bytes == 8 * panel and t.b_bytes == 64 * panel
+    # 16x16 tiles, L2 for 10 panels. Grouped by 8: A panels of a group stay, B read once per group
+    g = draw.raster_traffic(2048, 2048, K, 128, 128, group=8, l2_bytes=10 * panel)
+    assert g.a_bytes == 16 * panel and g.b_bytes == 2 * 16 * panel
+    # row-major: 16 B panels per row do not fit, so every row re-reads all of B
+    r = draw.raster_traffic(2048, 2048, K, 128, 128, l2_bytes=10 * panel)
+    assert r.a_bytes == 16 * panel and r.b_bytes == 16 * 16 * panel
+    with pytest.raises(GemmlabError):
+        draw.raster_traffic(0, N, K, 128, 128)
+
+
+def test_cta_raster_figure():
+    fig = draw.cta_raster(1024, 1024, 128, 128, group=4, l2_bytes=4 << 20, K=1024)
+    assert len(fig.axes) == 2 and "grouped by 4" in fig.axes[1].get_title()
+    assert _png(fig)
