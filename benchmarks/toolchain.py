@@ -1,0 +1,184 @@
+"""How long do kernel compiles take, and what makes a cold CuTe compile faster?
+
+    python benchmarks/toolchain.py [--arch sm_90a] [--quick] [--json out.json]
+
+Prints one table: the CuTe GEMM of tests/kernels/cute_gemm.cu compiled cold (cache off)
+through gemmlab.compile, then warm (cache hit, Kernel included), then the same source
+through NVRTC directly under each candidate option or source change, with NVRTC's own
+phase timings (``--time``) and the registers/spills of the result so that a faster
+variant that costs kernel quality is visible. A raw WMMA kernel is timed for contrast.
+On a machine with a GPU it also times check_gemm and bench_gemm around the CuTe GEMM.
+
+Every number is one measured compile (cold compiles take many seconds; run it twice if
+you need a spread). Nothing is adopted here: the table says what helps.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from gemmlab import compiler, resources, toolchain  # noqa: E402
+from gemmlab.gpu import has_gpu  # noqa: E402
+
+CUTE = (REPO / "tests" / "kernels" / "cute_gemm.cu").read_text()
+WMMA = (REPO / "tests" / "kernels" / "wmma_gemm.cu").read_text()
+
+#: Only the CuTe headers this kernel uses, instead of cute/tensor.hpp (which pulls in every algorithm).
+LEAN_INCLUDES = "\n".join(f"#include <{h}>" for h in (
+    "cute/tensor_impl.hpp", "cute/pointer_swizzle.hpp", "cute/algorithm/clear.hpp",
+    "cute/algorithm/copy.hpp", "cute/algorithm/gemm.hpp",
+))
+
+
+def nvrtc_compile(source: str, name: str, options: list[str], pch_heap: int = 0) -> dict:
+    """One NVRTC compile with gemmlab's include path; seconds, phase times, registers, spills."""
+    nvrtc = toolchain.nvrtc()
+    if pch_heap:
+        nvrtc.nvrtcSetPCHHeapSize(pch_heap)
+    dirs = [str(d) for d in toolchain.include_dirs(cute=True)]
+    with tempfile.TemporaryDirectory() as tmp:
+        timing = Path(tmp) / "time.csv"
+        opts = [*options, *(f"--include-path={d}" for d in dirs), f"--time={timing}"]
+        start = time.perf_counter()
+        _, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
+        expression = f"&::{name}".encode()
+        nvrtc.nvrtcAddNameExpression(prog, expression)
+        encoded = [o.encode() for o in opts]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
+        seconds = time.perf_counter() - start
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        log = log.rstrip(b"\0").decode(errors="replace")
+        row = {"seconds": seconds, "ok": int(result) == 0, "phases": _phases(timing)}
+        if int(result) == 0:
+            _, lowered = nvrtc.nvrtcGetLoweredName(prog, expression)
+            _, psize = nvrtc.nvrtcGetPTXSize(prog)
+            ptx = b" " * psize
+            nvrtc.nvrtcGetPTX(prog, ptx)
+            res = resources.parse(log, ptx.decode(errors="replace"), lowered.decode())
+            row.update(registers=res.registers, spills=res.spill_stores_bytes + res.spill_loads_bytes)
+        else:
+            row["error"] = log.strip().splitlines()[:3]
+        nvrtc.nvrtcDestroyProgram(prog)
+    return row
+
+
+def _phases(path: Path) -> str:
+    """NVRTC's --time CSV folded into 'front-end 11.4 s, ...' (empty when it wrote none)."""
+    try:
+        rows = list(csv.reader(path.read_text().splitlines()))
+    except OSError:
+        return ""
+    totals: dict[str, float] = {}
+    for row in rows[1:]:
+        if len(row) >= 3:
+            try:
+                totals[row[1].strip()] = totals.get(row[1].strip(), 0.0) + float(row[2]) / 1000.0
+            except ValueError:
+                continue
+    return ", ".join(f"{k} {v:.1f}s" for k, v in totals.items() if v >= 0.05)
+
+
+def base_options(arch: str, lineinfo: bool = True, default_device: bool = True) -> list[str]:
+    opts = [f"--gpu-architecture={arch}", "-std=c++17", "-DNDEBUG", "--ptxas-options=-v"]
+    if default_device:
+        opts.append("-default-device")
+    if lineinfo:
+        opts.append("-lineinfo")
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", default="sm_90a")
+    parser.add_argument("--quick", action="store_true", help="only cold, warm, WMMA and PCH")
+    parser.add_argument("--json", help="also write the rows here")
+    args = parser.parse_args(argv)
+    arch = args.arch
+    os.environ.setdefault("GEMMLAB_CACHE", tempfile.mkdtemp(prefix="gemmlab-bench-cache-"))
+    rows: list[tuple[str, dict]] = []
+
+    def add(label: str, row: dict) -> None:
+        rows.append((label, row))
+        extra = f"  [{row['phases']}]" if row.get("phases") else ""
+        status = "" if row.get("ok", True) else f"  FAILED: {row.get('error')}"
+        regs = f"{row['registers']:>4} regs {row['spills']:>4} B spill" if "registers" in row else " " * 20
+        print(f"{label:<58} {row['seconds']:>7.2f} s  {regs}{extra}{status}", flush=True)
+
+    print(f"NVRTC {toolchain.versions()['nvrtc']}, CUTLASS {toolchain.versions()['cutlass']}, arch {arch}, "
+          f"{os.cpu_count()} CPUs\n")
+
+    # gemmlab.compile as a student meets it.
+    start = time.perf_counter()
+    cold = compiler.compile_to(CUTE, "gemm", arch=arch, use_cache=True)
+    add("CuTe GEMM, gemmlab.compile cold (cache empty)",
+        {"seconds": time.perf_counter() - start, "registers": cold.resources.registers,
+         "spills": cold.resources.spill_stores_bytes + cold.resources.spill_loads_bytes})
+    start = time.perf_counter()
+    from gemmlab.kernel import Kernel
+
+    warm = Kernel(compiler.compile_to(CUTE, "gemm", arch=arch, use_cache=True))
+    add("CuTe GEMM, gemmlab.compile warm (cache hit, Kernel built)",
+        {"seconds": time.perf_counter() - start, "registers": warm.resources.registers,
+         "spills": warm.resources.spill_stores_bytes + warm.resources.spill_loads_bytes})
+    start = time.perf_counter()
+    w = compiler.compile_to(WMMA, "wmma_gemm", arch=arch, use_cache=False)
+    add("raw CUDA WMMA GEMM, cold", {"seconds": time.perf_counter() - start, "registers": w.resources.registers,
+                                     "spills": w.resources.spill_stores_bytes})
+
+    # Levers, each one NVRTC compile of the CuTe GEMM.
+    add("NVRTC baseline (gemmlab's options)", nvrtc_compile(CUTE, "gemm", base_options(arch)))
+    with tempfile.TemporaryDirectory() as pch_dir:
+        pch = [*base_options(arch), "--pch", f"--pch-dir={pch_dir}"]
+        add("  --pch, first compile (creates the PCH, heap 1 GiB)", nvrtc_compile(CUTE, "gemm", pch, 1 << 30))
+        add("  --pch, second compile (uses it)", nvrtc_compile(CUTE, "gemm", pch, 1 << 30))
+    if not args.quick:
+        lean = re.sub(r"#include <cute/tensor.hpp>", LEAN_INCLUDES, CUTE)
+        add("  lean includes (5 CuTe headers, not cute/tensor.hpp)", nvrtc_compile(lean, "gemm", base_options(arch)))
+        add("  without -lineinfo", nvrtc_compile(CUTE, "gemm", base_options(arch, lineinfo=False)))
+        add("  without -default-device", nvrtc_compile(CUTE, "gemm", base_options(arch, default_device=False)))
+        for extra in (["-Xptxas", "-O1"], ["--extensible-whole-program"], ["--split-compile=0"], ["--minimal"],
+                      ["-std=c++20"], ["--dopt=on"]):
+            add(f"  {' '.join(extra)}", nvrtc_compile(CUTE, "gemm", [*base_options(arch), *extra]))
+        add("  PTX only (compute_ arch: front end + NVVM, no ptxas)",
+            nvrtc_compile(CUTE, "gemm", base_options(arch.replace("sm_", "compute_"))))
+
+    if has_gpu():
+        import torch
+
+        import gemmlab
+
+        kernel = gemmlab.compile(CUTE, "gemm", arch=arch)
+
+        def fn(A, B, D):
+            M, K = A.shape
+            N = B.shape[0]
+            kernel(A, B, D, M, N, K, grid=((M + 127) // 128, (N + 127) // 128), block=128)
+
+        start = time.perf_counter()
+        result = gemmlab.check_gemm(fn)
+        add(f"check_gemm default suite ({'passed' if result.passed else 'FAILED'})",
+            {"seconds": time.perf_counter() - start})
+        start = time.perf_counter()
+        bench = gemmlab.bench_gemm(fn, shape=(4096, 4096, 4096), dtype=torch.float16)
+        add("bench_gemm 4096^3 (total wall time)", {"seconds": time.perf_counter() - start})
+        print(bench)
+
+    if args.json:
+        Path(args.json).write_text(json.dumps([{"label": k, **v} for k, v in rows], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
