@@ -50,6 +50,9 @@ def test_solutions_run_without_gpu(assignment: str, tmp_path: Path) -> None:
     assert notebooks, f"solutions/{assignment} has no notebook"
     env_backup = dict(os.environ)
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    # The notebook kernels must import this checkout's gemmlab even where it is not installed.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
     try:
         for path in notebooks:
             nb = nbformat.read(path, as_version=4)
