@@ -181,13 +181,31 @@ def _headers() -> list[Row]:
 
 
 def _dsl() -> list[Row]:
+    """The DSL's own report (gemmlab.dsl.info: a real tiny compile per target), or a bare import check."""
+    fix = "pip install nvidia-cutlass-dsl==4.8.1"
+    try:
+        from .dsl import info
+    except ImportError:
+        info = None
+    if info is not None:
+        report = info()
+        version = report.get("version") or "unknown version"
+        if not report.get("importable"):
+            return [Row("CuTe DSL", "warn", f"{version}: {report.get('reason') or 'does not import'}", fix)]
+        targets = report.get("targets", {})
+        good = [arch for arch, t in targets.items() if t.get("ok")]
+        bad = [f"{arch} ({t.get('error')})" for arch, t in targets.items() if not t.get("ok")]
+        if not good:
+            return [Row("CuTe DSL", "warn", f"{version}: {report.get('reason')}", fix)]
+        detail = f"{version}; compiles for {', '.join(good)}"
+        return [Row("CuTe DSL", "warn" if bad else "ok", detail + (f"; fails for {', '.join(bad)}" if bad else ""),
+                    fix)]
     version = _version("nvidia-cutlass-dsl")
     try:
         import cutlass  # noqa: F401
         import cutlass.cute  # noqa: F401
     except Exception as exc:  # the DSL can fail at import in many ways; report, do not crash
-        return [Row("CuTe DSL", "warn", f"import cutlass.cute failed ({type(exc).__name__}: {exc})".strip(),
-                    "pip install nvidia-cutlass-dsl==4.8.1")]
+        return [Row("CuTe DSL", "warn", f"import cutlass.cute failed ({type(exc).__name__}: {exc})", fix)]
     version = getattr(cutlass, "__version__", None) or version
     return [Row("CuTe DSL", "ok", f"{version or 'unknown version'}; import cutlass.cute works")]
 
