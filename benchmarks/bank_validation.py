@@ -11,7 +11,8 @@ parses ncu's CSV, subtracts a baseline kernel that touches no shared memory, wri
 measurements as JSON and prints model vs measurement (also for a few model variants, so
 a disagreement says which assumption of :class:`gemmlab.banks.Model` to change).
 
-``--dry-run`` (no GPU needed) prints the patterns and compiles the source only.
+``--dry-run`` (no GPU needed) prints the patterns and compiles the source only;
+``--run-only`` also launches every kernel once, without ncu.
 """
 from __future__ import annotations
 
@@ -217,7 +218,7 @@ def run_kernels(cubin: bytes, count: int) -> None:
     names = [f"{KERNEL_PREFIX}baseline"] + [f"{KERNEL_PREFIX}{i}" for i in range(count)]
     for name in names:
         fn = ok(d.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction {name}")
-        ok(d.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, params.ctypes.data, 0), f"launch {name}")
+        ok(d.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, d.CUstream(0), params.ctypes.data, 0), f"launch {name}")
         ok(d.cuCtxSynchronize(), f"running {name}")
 
 
@@ -330,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="gemmlab/data/bank_measurements.json")
     ap.add_argument("--dry-run", action="store_true", help="compile only, no GPU")
+    ap.add_argument("--run-only", action="store_true",
+                    help="compile and launch every kernel once without ncu (a quick GPU self-check)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--count", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -344,6 +347,10 @@ def main(argv: list[str] | None = None) -> int:
         for p in pats:
             wf, cf = predict(p, banks.DEFAULT_MODEL)
             print(f"{p.name:34s} model wavefronts {wf:3d} conflicts {cf:3d}")
+        return 0
+    if args.run_only:
+        run_kernels(cubin, len(pats))
+        print(f"all {len(pats) + 1} kernels ran")
         return 0
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"bank_validation_{os.getpid()}"
     work.mkdir(parents=True, exist_ok=True)

@@ -111,3 +111,14 @@ def test_parse_ncu_csv_and_rows():
     rows = mod.rows_from_measurements(pats, meas)
     assert rows[0]["wavefronts"] == 1 and rows[0]["conflicts"] == 0 and rows[0]["op"] == pats[0].op
     assert mod.report(rows) == 0
+
+
+@pytest.mark.gpu
+def test_validation_kernels_run_on_the_gpu():
+    """Every pattern kernel loads and runs (no misaligned address, no illegal instruction)."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bank_validation.py"), "--run-only"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "kernels ran" in proc.stdout

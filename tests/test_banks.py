@@ -165,3 +165,18 @@ def test_half_tile_copy_is_fast():
     t0 = time.perf_counter()
     banks.copy_conflicts(plain, _row_copy(), 2, "st128")
     assert time.perf_counter() - t0 < 0.05
+
+
+def test_with_gemmlab_layout_objects():
+    from gemmlab import layout as L
+
+    mma = L.make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN", (2, 2, 1))
+    plain = L.Layout((32, 64), (64, 1))
+    rep = banks.ldmatrix_conflicts(plain, mma)
+    assert len(rep.instructions) == 4 * 4  # 4 warps x 4 K-steps of 16
+    assert rep.conflicts == 7 * rep.ideal_wavefronts  # 8 rows of 128 bytes share 4 banks
+    assert banks.ldmatrix_conflicts(L.composition(L.Swizzle(3, 3, 3), plain), mma).conflicts == 0
+    copy = L.make_tiled_copy(L.copy_atom("UniversalCopy", 128), L.Layout((16, 8), (8, 1)), L.Layout((1, 8)))
+    swz = L.composition(L.Swizzle(3, 3, 3), L.Layout((128, 64), (64, 1)))
+    rep = banks.copy_conflicts(swz, copy, 2, "st128")
+    assert (len(rep.instructions), rep.conflicts) == (32, 0)
