@@ -400,14 +400,15 @@ def _tiler_shape(tiled_copy: Any) -> tuple[int, ...]:
 
 
 def _tv_of(tiled_copy: Any, source: bool) -> Any:
-    names = (("tv_layout_S", "tv_layout_src", "tv_layout") if source
-             else ("tv_layout_D", "tv_layout_dst", "tv_layout"))
-    for n in names:
-        tv = getattr(tiled_copy, n, None)
-        if tv is not None:
-            return tv() if callable(tv) and not hasattr(tv, "shape") and not hasattr(tv, "layoutA") else tv
-    raise BankModelError("the tiled copy has no TV layout (.tv_layout); build it with "
-                         "gemmlab.layout.make_tiled_copy(...)")
+    """The shared-memory side's TV layout: source for loads, destination for stores."""
+    method = getattr(tiled_copy, "get_layoutS_TV" if source else "get_layoutD_TV", None)
+    if callable(method):
+        return method()
+    tv = getattr(tiled_copy, "tv_layout", None)
+    if tv is None:
+        raise BankModelError("the tiled copy has no TV layout (.tv_layout); build it with "
+                             "gemmlab.layout.make_tiled_copy(...)")
+    return tv
 
 
 def _colmajor_ravel(coords: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

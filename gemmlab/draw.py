@@ -258,13 +258,11 @@ def tiled_copy(tiled_copy: Any, highlight_thread: int | None = None, labels: boo
     tiler = tuple(int(x) for x in tiled_copy.tiler)
     if len(tiler) != 2:
         raise DrawError(f"tiled_copy draws 2-D tiles; this copy's tile is {tiler}")
-    src = next((getattr(tiled_copy, n) for n in ("tv_layout_S", "tv_layout_src", "tv_layout")
-                if getattr(tiled_copy, n, None) is not None), None)
-    dst = next((getattr(tiled_copy, n) for n in ("tv_layout_D", "tv_layout_dst", "tv_layout")
-                if getattr(tiled_copy, n, None) is not None), None)
+    src = tiled_copy.get_layoutS_TV() if hasattr(tiled_copy, "get_layoutS_TV") else getattr(tiled_copy, "tv_layout", None)
+    dst = tiled_copy.get_layoutD_TV() if hasattr(tiled_copy, "get_layoutD_TV") else src
     if src is None:
         raise DrawError("the tiled copy has no .tv_layout; build it with gemmlab.layout.make_tiled_copy")
-    panels = [("source", src)] + ([("destination", dst)] if dst is not src else [])
+    panels = [("source", src)] + ([("destination", dst)] if dst != src else [])
     scale = min(0.4, 12.0 / (tiler[1] * len(panels)), 8.0 / tiler[0])
     fig = _new_figure(figsize=(max(4.0, tiler[1] * scale * len(panels) + 1.5), max(2.5, tiler[0] * scale + 1.3)),
                  layout="constrained")
