@@ -78,7 +78,7 @@ def params_of(fn: Callable) -> list[Param]:
 
 
 def signature_text(fn: Callable, params: Sequence[Param]) -> str:
-    shown = ", ".join(p.name + (" (stream: filled in)" if p.is_stream else "") for p in params)
+    shown = ", ".join(f"[{p.name}]" if p.is_stream else p.name for p in params)  # [..]: gemmlab passes it
     return f"{getattr(_unwrap(fn), '__name__', 'fn')}({shown})"
 
 
@@ -94,7 +94,8 @@ def bind(fn: Callable, params: Sequence[Param], args: Sequence[Any]) -> list[tup
     if len(args) != len(wanted):
         raise LaunchError(
             f"{signature_text(fn, params)} takes {len(wanted)} argument(s) but you passed {len(args)}. "
-            "Pass one torch tensor or Python number per parameter, in order."
+            "Pass one torch tensor or Python number per parameter, in order"
+            + (" (gemmlab passes torch's current stream for you)." if len(wanted) != len(params) else ".")
         )
     it = iter(args)
     return [(p, None if p.is_stream else next(it)) for p in params]

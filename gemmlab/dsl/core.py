@@ -241,6 +241,7 @@ class DslKernel:
         from .. import kernel as _kernel
 
         _kernel._raise_if_lost()
+        _kernel._torch_device()  # torch owns the CUDA context; the DSL loads its module into it
         arch = current_arch()  # a cubin for another arch would not load on this GPU
         variant, sig, values = self._variant(args, arch, need_cuda=True)
         runtime = convert.runtime_args(sig, values)

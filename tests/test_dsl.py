@@ -1,0 +1,298 @@
+"""gemmlab.dsl without a GPU: real DSL compiles for sm_80/sm_90a/sm_100a, caching, errors, validation."""
+from __future__ import annotations
+
+import importlib.util
+import linecache
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import gemmlab.dsl as dsl
+from gemmlab.dsl import convert, core
+from gemmlab.errors import CompileError, LaunchError, NoGPUError
+from gemmlab.gpu import has_gpu
+from tests.dsl_kernels import planted_gemm, simple_gemm
+
+KERNELS = Path(__file__).parent / "dsl_kernels"
+
+
+def tn(m: int, n: int, k: int, dtype=torch.float16, out=torch.float16):
+    """CPU stand-ins for a "tn" GEMM's A (M×K), B (N×K), D (M×N)."""
+    return torch.empty(m, k, dtype=dtype), torch.empty(n, k, dtype=dtype), torch.empty(m, n, dtype=out)
+
+
+def load_module(path: Path, name: str):
+    """Import a kernel file as a fresh module, as re-running a notebook cell does."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ----------------------------------------------------------------- compile for each target
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a", "sm_100a"])
+def test_simple_gemm_compiles_for_target(arch: str) -> None:
+    k = dsl.compile(simple_gemm.gemm, *tn(100, 72, 64), arch=arch)
+    assert f".target {arch}" in k.ptx
+    assert k.cubin[:4] == b"\x7fELF"
+    assert "gemm_kernel" in k.kernel_name
+    assert k.compiled_arch == arch
+    r = k.resources
+    assert 8 <= r.registers <= 255
+    assert r.max_threads_per_block >= 256  # the kernel launches 16x16 threads
+    assert r.const_bytes > 0  # the kernel parameters live in constant bank 0
+    assert k.compile_seconds > 0
+
+
+@pytest.mark.parametrize("out", [torch.float32, torch.bfloat16])
+def test_other_dtypes_compile(out: torch.dtype) -> None:
+    k = dsl.compile(simple_gemm.gemm, *tn(64, 64, 64, dtype=torch.bfloat16, out=out), arch="sm_90a")
+    assert ".target sm_90a" in k.ptx and k.resources.registers > 0
+
+
+@pytest.mark.parametrize("fn", [planted_gemm.gemm_oob, planted_gemm.gemm_unwritten, planted_gemm.gemm_edge])
+def test_planted_kernels_compile(fn) -> None:
+    assert dsl.compile(fn, *tn(100, 72, 64), arch="sm_90a").cubin
+
+
+# ----------------------------------------------------------------- caching
+
+
+def test_unchanged_function_is_a_cache_hit() -> None:
+    args = tn(128, 128, 64)
+    dsl.compile(simple_gemm.gemm, *args, arch="sm_80")
+    start = time.perf_counter()
+    k = dsl.compile(simple_gemm.gemm, *args, arch="sm_80")
+    assert time.perf_counter() - start <= 0.05
+    assert k.cached
+
+
+def test_new_shape_same_signature_does_not_recompile() -> None:
+    dsl.compile(simple_gemm.gemm, *tn(128, 128, 64), arch="sm_80")
+    for shape in [(256, 64, 128), (1, 8, 8), (4096, 16, 1024)]:
+        start = time.perf_counter()
+        k = dsl.compile(simple_gemm.gemm, *tn(*shape), arch="sm_80")
+        assert k.cached, shape
+        assert time.perf_counter() - start <= 0.05
+
+
+def test_odd_sizes_share_one_compile_per_alignment() -> None:
+    first = dsl.compile(simple_gemm.gemm, *tn(1000, 1001, 999), arch="sm_80")
+    again = dsl.compile(simple_gemm.gemm, *tn(129, 257, 77), arch="sm_80")  # K odd again: 2-byte rows
+    assert again.cached
+    sig = convert.tensor_sig(torch.empty(1000, 999, dtype=torch.float16), 0, convert.Param("A", False, False), False)
+    assert sig.align == 2 and sig.leading == 1
+    assert first.kernel_name == again.kernel_name
+
+
+def test_rerun_cell_with_same_source_hits_and_edit_misses(tmp_path: Path) -> None:
+    source = (KERNELS / "simple_gemm.py").read_text()
+    (tmp_path / "cell_a.py").write_text(source)
+    (tmp_path / "cell_b.py").write_text(source)
+    a = load_module(tmp_path / "cell_a.py", "gemmlab_test_cell_a")
+    b = load_module(tmp_path / "cell_b.py", "gemmlab_test_cell_b")  # a new function object, same code
+    assert a.gemm is not b.gemm
+    dsl.compile(a.gemm, *tn(64, 64, 64), arch="sm_90a")
+    assert dsl.compile(b.gemm, *tn(64, 64, 64), arch="sm_90a").cached
+    # Editing the kernel the jit function launches (not the jit function itself) must recompile.
+    (tmp_path / "cell_c.py").write_text(source.replace("acc += mA", "acc -= mA"))
+    c = load_module(tmp_path / "cell_c.py", "gemmlab_test_cell_c")
+    assert not dsl.compile(c.gemm, *tn(64, 64, 64), arch="sm_90a").cached
+    # So must changing a global constant the code reads.
+    (tmp_path / "cell_d.py").write_text(source.replace("TILE = 16", "TILE = 8"))
+    d = load_module(tmp_path / "cell_d.py", "gemmlab_test_cell_d")
+    assert not dsl.compile(d.gemm, *tn(64, 64, 64), arch="sm_90a").cached
+
+
+def test_gemm_fn_compiles_lazily() -> None:
+    k = dsl.gemm_fn(simple_gemm.gemm, arch="sm_90a")
+    with pytest.raises(Exception, match="not compiled yet"):
+        _ = k.ptx
+    k.compile_for(*tn(32, 32, 32))
+    assert ".target sm_90a" in k.ptx
+    assert k.signature == "gemm(mA, mB, mD, [stream])"
+
+
+# ----------------------------------------------------------------- errors
+
+
+BUGGY_KERNEL = '''\
+import cutlass
+import cutlass.cute as cute
+
+
+@cute.kernel
+def student_kernel(mA: cute.Tensor, mD: cute.Tensor):
+    tx, _, _ = cute.arch.thread_idx()
+    value = mA[tx, 0] * scale_factor
+    mD[tx, 0] = value
+
+
+@cute.jit
+def student(mA: cute.Tensor, mD: cute.Tensor):
+    student_kernel(mA, mD).launch(grid=[1, 1, 1], block=[32, 1, 1])
+'''
+
+
+def _assert_student_friendly(err: CompileError, where: str, line_text: str) -> None:
+    message = str(err)
+    assert where in message, message
+    assert line_text in message, message
+    assert "scale_factor" in message
+    for noise in ("Traceback", "cutlass/base_dsl", "loc(", "func.func", "\x1b["):
+        assert noise not in message, message
+    assert len(message.splitlines()) <= 12, message
+    assert "Traceback" in err.log and "scale_factor" in err.log
+
+
+def test_error_in_traced_kernel_points_at_student_line(tmp_path: Path) -> None:
+    path = tmp_path / "student_cell.py"
+    path.write_text(BUGGY_KERNEL)
+    module = load_module(path, "gemmlab_test_student_cell")
+    with pytest.raises(CompileError) as info:
+        dsl.compile(module.student, torch.empty(32, 4), torch.empty(32, 4), arch="sm_90a")
+    _assert_student_friendly(info.value, f"{path}:8", "value = mA[tx, 0] * scale_factor")
+
+
+def test_error_in_notebook_cell_points_at_cell_line() -> None:
+    filename = "<ipython-input-7-0123456789ab>"
+    linecache.cache[filename] = (len(BUGGY_KERNEL), None, BUGGY_KERNEL.splitlines(True), filename)
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile(BUGGY_KERNEL, filename, "exec"), namespace)
+    with pytest.raises(CompileError) as info:
+        dsl.compile(namespace["student"], torch.empty(32, 4), torch.empty(32, 4), arch="sm_80")
+    _assert_student_friendly(info.value, f"{filename}:8", "value = mA[tx, 0] * scale_factor")
+
+
+def test_dsl_type_error_is_a_compile_error(tmp_path: Path) -> None:
+    path = tmp_path / "type_cell.py"
+    path.write_text(textwrap.dedent('''\
+        import cutlass
+        import cutlass.cute as cute
+
+
+        @cute.kernel
+        def k(mA: cute.Tensor):
+            tx, _, _ = cute.arch.thread_idx()
+            mA[tx] = cute.ceil_div(tx)
+
+
+        @cute.jit
+        def run(mA: cute.Tensor):
+            k(mA).launch(grid=[1, 1, 1], block=[32, 1, 1])
+    '''))
+    module = load_module(path, "gemmlab_test_type_cell")
+    with pytest.raises(CompileError) as info:
+        dsl.compile(module.run, torch.empty(32), arch="sm_90a")
+    assert f"{path}:8" in str(info.value)
+    assert "cute.ceil_div(tx)" in str(info.value)
+
+
+# ----------------------------------------------------------------- argument validation
+
+
+def test_wrong_argument_count() -> None:
+    with pytest.raises(LaunchError, match=r"gemm\(mA, mB, mD, \[stream\]\) takes 3 argument\(s\) but you passed 2"):
+        dsl.compile(simple_gemm.gemm, *tn(16, 16, 16)[:2], arch="sm_90a")
+
+
+def test_non_contiguous_tensor() -> None:
+    A, B, D = tn(64, 64, 128)
+    with pytest.raises(LaunchError, match=r"argument 1 \('mA'\) is not contiguous.*mA.contiguous\(\)"):
+        dsl.compile(simple_gemm.gemm, A[:, ::2], B[:, :64], D, arch="sm_90a")
+
+
+def test_transposed_tensor_is_another_majorness_not_an_error() -> None:
+    A, B, D = tn(64, 48, 32)
+    sig = convert.tensor_sig(A.t(), 0, convert.Param("A", False, False), False)
+    assert sig.leading == 0 and sig.order == (0, 1)
+    k = dsl.compile(simple_gemm.gemm, A.t().contiguous().t(), B, D, arch="sm_90a")
+    assert k.cubin
+
+
+def test_declared_dtype_mismatch() -> None:
+    A, B, D = tn(16, 16, 16)
+    with pytest.raises(LaunchError, match=r"argument 2 \('mB'\) must be float16 but you passed a float32.*mB.half\(\)"):
+        dsl.compile(simple_gemm.gemm, A, B.float(), D, arch="sm_90a", dtypes={"mA": torch.float16, "mB": torch.float16})
+
+
+def test_declared_alignment_rejects_odd_rows() -> None:
+    with pytest.raises(LaunchError, match=r"only 2-byte aligned.*needs 16-byte.*multiple of 8 elements"):
+        dsl.compile(simple_gemm.gemm, *tn(100, 100, 999), arch="sm_90a", min_align=16)
+
+
+def test_cpu_tensor_rejected_for_gpu_run() -> None:
+    params = convert.params_of(simple_gemm.gemm)
+    bound = convert.bind(simple_gemm.gemm, params, tn(16, 16, 16))
+    with pytest.raises(LaunchError, match=r"argument 1 \('mA'\) is a CPU tensor.*mA.cuda\(\)"):
+        convert.signature(bound, need_cuda=True)
+
+
+def test_unsupported_argument_types() -> None:
+    A, B, D = tn(16, 16, 16)
+    with pytest.raises(LaunchError, match="complex64"):
+        dsl.compile(simple_gemm.gemm, A.to(torch.complex64), B, D, arch="sm_90a")
+    with pytest.raises(LaunchError, match="pass a torch tensor, an int, a float or a bool"):
+        dsl.compile(simple_gemm.gemm, A, B, "D", arch="sm_90a")
+
+
+def test_stream_parameter_is_filled_in() -> None:
+    params = convert.params_of(simple_gemm.gemm)
+    assert [p.name for p in params if p.is_stream] == ["stream"]
+    assert len(convert.user_params(params)) == 3
+
+
+@pytest.mark.skipif(has_gpu(), reason="checks the behaviour without a GPU")
+def test_no_gpu_needs_explicit_arch_and_cannot_run() -> None:
+    with pytest.raises(NoGPUError, match="arch="):
+        dsl.compile(simple_gemm.gemm, *tn(16, 16, 16))
+    k = dsl.compile(simple_gemm.gemm, *tn(16, 16, 16), arch="sm_90a")
+    with pytest.raises(NoGPUError):
+        k(*tn(16, 16, 16))
+
+
+def test_runtime_arguments_marshal_like_the_compiled_signature() -> None:
+    """The DLPack tensors we launch with fill exactly the slots the fake tensors compiled."""
+    A, B, D = tn(100, 72, 64)
+    k = dsl.compile(simple_gemm.gemm, A, B, D, arch="sm_90a")
+    variant = k._last
+    stream = convert.compile_args(variant.signature[3:], [None])[0]
+    fake = convert.compile_args(variant.signature, [A, B, D, None])
+    fake_count = len(variant.compiled.generate_execution_args(*fake)[0])
+    from cutlass.cute.runtime import from_dlpack
+
+    real = [from_dlpack(t, assumed_align=sig.align).mark_layout_dynamic(leading_dim=sig.leading)
+            for sig, t in zip(variant.signature[:3], (A, B, D))]
+    real_count = len(variant.compiled.generate_execution_args(*real, stream)[0])
+    assert real_count == 4  # one descriptor pointer per tensor, plus the stream
+    # ...and each descriptor has the same dynamic parts: i32 sizes, an i64 row pitch, static unit stride.
+    for f, r in zip(fake[:3], real):
+        assert _layout_kinds(str(f).split(", ", 1)[1]) == _layout_kinds(str(r).split(" o ", 1)[1]), (f, r)
+
+
+def _layout_kinds(text: str) -> list[str]:
+    """'(?,?):(?{i64},1)' and '(?{div=1}, ?{div=1}), (?{i64 div=8}, 1)' -> ['i32', 'i32', 'i64', '1']."""
+    import re
+
+    tokens = re.findall(r"\?\{[^}]*\}|\?|\d+", text)
+    return ["i64" if "i64" in t else "i32" if t.startswith("?") else t for t in tokens]
+
+
+# ----------------------------------------------------------------- info
+
+
+def test_info_reports_targets() -> None:
+    report = dsl.info()
+    assert report["version"] == "4.8.1" and report["importable"] and report["can_compile"]
+    assert set(report["targets"]) == {"sm_80", "sm_90a", "sm_100a"}
+    assert all(t["ok"] for t in report["targets"].values()), report
+    start = time.perf_counter()
+    dsl.info()
+    assert time.perf_counter() - start < 0.05  # cached: cheap enough for every doctor run
