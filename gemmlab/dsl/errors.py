@@ -108,15 +108,16 @@ def to_compile_error(exc: BaseException, fn: Callable, arch: str) -> CompileErro
     files = user_files_of(fn)
     where = user_frame(exc, files) or _located_in_message(strip_ansi(str(exc)))
     name = getattr(getattr(fn, "__wrapped__", fn), "__name__", "the kernel")
-    reason = headline(exc)
+    reason, *hints = headline(exc).split("\n")
+    hint = " ".join(h.strip() for h in hints)
     if where:
         filename, line = where
-        source = linecache.getline(filename, line).rstrip()
-        shown = f"{filename}:{line}: {reason}"
-        if source:
-            shown += f"\n    {source.strip()}"
+        source = linecache.getline(filename, line).strip()
+        shown = f"{filename}:{line}: {reason}" + (f"\n    {source}" if source else "")
     else:
         shown = f"{name}: {reason}"
+    if hint:
+        shown += "\n" + re.sub(r"^suggestion:\s*", "hint: ", hint)
     message = (f"CuTe DSL compile of `{name}` for {arch} failed.\n{shown}\n"
                "(The full DSL traceback is in err.log.)")
     return CompileError(message, diagnostics=[where] if where else [], log=full_log(exc))

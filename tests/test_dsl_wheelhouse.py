@@ -1,0 +1,75 @@
+"""tools/wheelhouse.py's pure parts: the plan, the pip command, splitting and joining (no downloads)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("wheelhouse", ROOT / "tools" / "wheelhouse.py")
+wheelhouse = importlib.util.module_from_spec(spec)
+sys.modules["wheelhouse"] = wheelhouse
+spec.loader.exec_module(wheelhouse)
+
+
+def test_gpu_test_plan_has_the_dsl_and_headers_pinned_and_nothing_the_image_has() -> None:
+    reqs = [i.requirement for i in wheelhouse.plan("gpu-test")]
+    names = [r.split("==")[0] for r in reqs]
+    for needed in ("nvidia-cutlass", "nvidia-cuda-cccl", "nvidia-cuda-crt", "nvidia-cutlass-dsl",
+                   "nvidia-cutlass-dsl-libs-base", "nvidia-cutlass-dsl-libs-core", "nvidia-cutlass-dsl-libs-cu12",
+                   "protobuf", "ipywidgets", "nbclient", "ipykernel"):
+        assert needed in names
+    assert "nvidia-cutlass-dsl==4.8.1" in reqs and "nvidia-cuda-cccl==13.0.85" in reqs
+    assert not set(names) & wheelhouse.ON_IMAGE
+    assert len(names) == len(set(names))
+    assert all(not i.resolve_deps for i in wheelhouse.plan("gpu-test"))
+
+
+def test_course_plan_resolves_jupyter_and_nbgrader() -> None:
+    items = {i.requirement.split("==")[0]: i for i in wheelhouse.plan("course")}
+    assert items["nbgrader"].resolve_deps and items["jupyterlab"].resolve_deps
+    assert not items["nvidia-cutlass-dsl"].resolve_deps
+    with pytest.raises(SystemExit):
+        wheelhouse.plan("nonsense")
+
+
+def test_pip_command_targets_the_gpu_python() -> None:
+    cmd = wheelhouse.pip_command(wheelhouse.plan("gpu-test")[:2], Path("/tmp/w"), "3.12", resolve=False)
+    joined = " ".join(cmd)
+    assert "download --only-binary=:all:" in joined and "--no-deps" in cmd
+    assert "--python-version 3.12" in joined and "--abi cp312" in joined
+    assert "--platform manylinux_2_28_x86_64" in joined
+
+
+def test_split_and_join_roundtrip_in_python(tmp_path: Path) -> None:
+    data = os.urandom(2_500_000)
+    wheel = tmp_path / "big-1.0-py3-none-any.whl"
+    wheel.write_bytes(data)
+    (tmp_path / "small-1.0-py3-none-any.whl").write_bytes(b"tiny")
+    manifest = wheelhouse.split_large(tmp_path, split_mb=1.0)
+    assert list(manifest) == [wheel.name]
+    assert manifest[wheel.name]["parts"] == [f"{wheel.name}.part-{s}" for s in ("aa", "ab", "ac")]
+    assert not wheel.exists()
+    assert all((tmp_path / p).stat().st_size <= 1024 * 1024 for p in manifest[wheel.name]["parts"])
+    assert wheelhouse.join_parts(wheel).read_bytes() == data
+
+
+def test_install_script_joins_and_verifies(tmp_path: Path) -> None:
+    data = os.urandom(3_000_000)
+    wheel = tmp_path / "big-1.0-py3-none-any.whl"
+    wheel.write_bytes(data)
+    manifest = wheelhouse.split_large(tmp_path, split_mb=1.0)
+    script = wheelhouse.write_install_script(tmp_path, manifest)
+    run = subprocess.run(["bash", str(script), "--join-only"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert wheel.read_bytes() == data
+    # A damaged part must be refused, not installed.
+    wheel.unlink()
+    part = tmp_path / manifest[wheel.name]["parts"][1]
+    part.write_bytes(part.read_bytes()[:-1])
+    run = subprocess.run(["bash", str(script), "--join-only"], capture_output=True, text=True)
+    assert run.returncode != 0 and "checksum mismatch" in run.stderr
