@@ -1,6 +1,6 @@
 """nbgrader configuration for the gemmlab course.
 
-Use it from anywhere with ``nbgrader <command> --config autograder/nbgrader_config.py``
+Use it from anywhere with ``nbgrader <command> --NbGrader.config_file=autograder/nbgrader_config.py``
 (or run nbgrader inside ``autograder/``). The course root is the repository root:
 ``solutions/`` holds the source notebooks (with solutions and hidden tests) and
 ``course/`` the generated student release; everything grading produces stays under

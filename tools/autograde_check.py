@@ -37,7 +37,7 @@ def _env() -> dict[str, str]:
 
 
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "nbgrader", *args, "--config", str(CONFIG),
+    cmd = [sys.executable, "-m", "nbgrader", *args, f"--NbGrader.config_file={CONFIG}",
            f"--CourseDirectory.root={course}",
            "--CourseDirectory.submitted_directory=submitted",
            "--CourseDirectory.autograded_directory=autograded",

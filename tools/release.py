@@ -62,11 +62,11 @@ def generate(assignment: str, dest: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="gemmlab-gradebook-") as tmp:
         cmd = [
             sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
-            "--force", "--config", str(CONFIG),
+            "--force", f"--NbGrader.config_file={CONFIG}",
             f"--CourseDirectory.release_directory={dest}",
             f"--CourseDirectory.db_url=sqlite:///{Path(tmp) / 'gradebook.db'}",
         ]
-        proc = subprocess.run(cmd, cwd=ROOT / "autograder", env=_env(), capture_output=True, text=True)
+        proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True)
     out = dest / assignment
     if proc.returncode != 0 or not out.is_dir():
         raise ReleaseError(f"nbgrader generate_assignment {assignment} failed:\n{proc.stdout}\n{proc.stderr}")
