@@ -164,6 +164,9 @@ def _toolchain_dirs(source: str) -> list[Path]:
             pass
     if any(inc in ("mma.h", "crt/mma.h") for inc in includes):
         toolchain.require_crt()
+    crt = toolchain.crt_include()
+    if crt is not None and crt not in dirs:
+        dirs.append(crt)  # the wheel runtime headers without the crt wheel: take crt/ from a CUDA toolkit
     return dirs
 
 

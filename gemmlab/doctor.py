@@ -167,7 +167,7 @@ def _headers() -> list[Row]:
         except ToolchainError as exc:
             rows.append(Row(item, severity, str(exc), f"pip install {pip}"))
     if toolchain.has_crt():
-        rows.append(Row("crt/mma.h (WMMA)", "ok", "present"))
+        rows.append(Row("crt/mma.h (WMMA)", "ok", str(toolchain.crt_include())))
     else:
         rows.append(Row("crt/mma.h (WMMA)", "warn", "missing: '#include <mma.h>' will not compile",
                         f"pip install {toolchain.CRT_PIP}"))

@@ -72,10 +72,33 @@ def _header_dir(libname: str) -> Path | None:
     return Path(found) if found else None
 
 
+def _on_sys_path(relative: str, marker: str) -> Path | None:
+    """A wheel's header folder under any sys.path entry (pip --target installs on PYTHONPATH,
+    which pathfinder does not search: it only looks in site-packages)."""
+    for entry in sys.path:
+        folder = Path(entry or ".") / relative
+        if (folder / marker).is_file():
+            return folder
+    return None
+
+
+def _toolkit_includes() -> list[Path]:
+    """include/ of a CUDA toolkit: $CUDA_PATH/$CUDA_HOME, then the usual install place."""
+    roots = []
+    try:
+        home = _pathfinder().get_cuda_path_or_home()
+        if home:
+            roots.append(Path(home))
+    except Exception:  # an odd environment variable must not break discovery
+        pass
+    roots.append(Path("/usr/local/cuda"))
+    return [r / "include" for r in roots if (r / "include").is_dir()]
+
+
 @functools.lru_cache(maxsize=1)
 def cudart_include() -> Path:
-    """CUDA runtime headers (cuda_runtime_api.h...): CuTe includes them, and crt/mma.h lives beside them."""
-    found = _header_dir("cudart")
+    """CUDA runtime headers (cuda_runtime_api.h...): CuTe includes them."""
+    found = _on_sys_path("nvidia/cu13/include", "cuda_runtime_api.h") or _header_dir("cudart")
     if found is None or not (found / "cuda_runtime_api.h").is_file():
         raise ToolchainError(
             "The CUDA runtime headers (cuda_runtime_api.h) were not found; CuTe and <mma.h> need them. "
@@ -85,9 +108,25 @@ def cudart_include() -> Path:
 
 
 @functools.lru_cache(maxsize=1)
+def crt_include() -> Path | None:
+    """A folder holding crt/mma.h (the WMMA implementation, its own wheel since CUDA 13), or None."""
+    candidates: list[Path | None] = []
+    try:
+        candidates.append(cudart_include())
+    except ToolchainError:
+        pass
+    candidates.append(_on_sys_path("nvidia/cu13/include", "crt/mma.h"))
+    candidates += _toolkit_includes()
+    for folder in candidates:
+        if folder is not None and (folder / "crt" / "mma.h").is_file():
+            return folder
+    return None
+
+
+@functools.lru_cache(maxsize=1)
 def cccl_include() -> Path:
     """CCCL (libcu++, CUB, Thrust) headers; CUTLASS 4.2 needs CCCL 13.0.x exactly."""
-    found = _header_dir("cccl")
+    found = _on_sys_path("nvidia/cu13/include/cccl", "cuda/std/__cccl/version.h") or _header_dir("cccl")
     if found is None or not (found / "cuda" / "std" / "__cccl" / "version.h").is_file():
         raise ToolchainError(
             f"The CCCL headers (cuda/std/...) were not found; CuTe needs them. Install them: pip install {CCCL_PIP}"
@@ -113,25 +152,27 @@ def cute_include() -> Path:
 
 def has_crt() -> bool:
     """crt/mma.h is a separate wheel in CUDA 13; without it ``#include <mma.h>`` fails."""
-    try:
-        return (cudart_include() / "crt" / "mma.h").is_file()
-    except ToolchainError:
-        return False
+    return crt_include() is not None
 
 
-def require_crt() -> None:
-    """Raise a clear error when <mma.h>'s implementation header is missing."""
-    if not has_crt():
+def require_crt() -> Path:
+    """The folder with crt/mma.h, or a clear error when <mma.h>'s implementation header is missing."""
+    folder = crt_include()
+    if folder is None:
         raise ToolchainError(
             f"crt/mma.h is missing, so '#include <mma.h>' (WMMA) cannot compile. Install it: pip install {CRT_PIP}"
         )
+    return folder
 
 
 def include_dirs(cute: bool = True) -> list[Path]:
-    """The include path for kernels: CUDA runtime + CCCL (+ CuTe when asked and present)."""
+    """The include path for kernels: CuTe (when asked), CCCL, the CUDA runtime, and crt/ if elsewhere."""
     dirs = [cudart_include(), cccl_include()]
     if cute:
-        dirs.append(cute_include())
+        dirs.insert(0, cute_include())
+    crt = crt_include()
+    if crt is not None and crt not in dirs:
+        dirs.append(crt)
     return dirs
 
 
