@@ -97,7 +97,7 @@ class TiledMMA:
     def tv_b(self) -> Layout:
         v = self.thr_layout_vmnk
         ref = Layout((self.tile_size_mnk(1), self.tile_size_mnk(2)))
-        btile = (None, (Layout((size(v[2]), size(v[3])), (0, 1)), None))
+        btile = (None, (Layout((size(v[1]), size(v[2])), (0, 1)), None))
         return self._compose0(self._compose0(self.thrfrg_B(ref), btile), self._thridx_2_thrid())
 
     # CuTe's method names, for students reading C++.

@@ -115,10 +115,11 @@ def local_partition(x: Any, thr_layout: Any, thr_idx: int, proj: Any = None) -> 
     """
     if not A.is_layout(thr_layout):
         thr_layout = A.make_layout(thr_layout)
-    if proj is not None:
-        thr_layout = dice(proj, thr_layout)
     if not 0 <= thr_idx < A.size(thr_layout):
         raise LayoutError(f"local_partition: thread {thr_idx} is outside the {A.size(thr_layout)} threads of {A.cute_str(thr_layout)}.")
+    if proj is not None:
+        # CuTe dices the thread layout but still maps the full thread index through it.
+        thr_layout = dice(proj, thr_layout)
     coord = get_flat_coord(thr_layout, thr_idx)
     try:
         return outer_partition(x, A.product_each(thr_layout.shape), coord)
