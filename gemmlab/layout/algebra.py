@@ -52,7 +52,18 @@ def make_layout(*args: Any) -> Layout:
     stride = args[1] if len(args) == 2 else None
     if stride is not None and not _congruent(shape, stride):
         raise LayoutError(f"make_layout: stride {stride} does not have the same nesting as shape {shape}.")
-    return Layout(shape, stride)
+    return Layout(shape, compact_col_major(shape) if stride is None else stride)
+
+
+def compact_col_major(shape: Any, current: int = 1) -> Any:
+    """CuTe's ``compact_col_major(shape)``: column-major strides, 0 for size-1 modes (as CuTe)."""
+    if is_tuple(shape):
+        out = []
+        for s in shape:
+            out.append(compact_col_major(s, current))
+            current *= pycute.product(s)
+        return tuple(out)
+    return 0 if shape == 1 else current
 
 
 def _congruent(a: Any, b: Any) -> bool:
