@@ -87,7 +87,11 @@ def headline(exc: BaseException) -> str:
     for ln in lines:
         if _NOISE.match(ln) or ln.startswith(("= note", "note:")):
             continue
-        ln = re.sub(r"^error:\s*", "", ln)
+        ln = re.sub(r"^error(\[\w+\])?:\s*", "", ln)
+        ln = re.sub(r"'[^']*![^']*'\s*", "", ln)  # MLIR types such as '!cute_nvgpu.atom...<...>'
+        ln = re.sub(r"\berror: unknown:\s*", "", ln).strip()
+        if not ln:
+            continue
         keep.append(ln)
         if len(keep) >= MAX_MESSAGE_LINES:
             break
@@ -114,8 +118,11 @@ def to_compile_error(exc: BaseException, fn: Callable, arch: str) -> CompileErro
         filename, line = where
         source = linecache.getline(filename, line).strip()
         shown = f"{filename}:{line}: {reason}" + (f"\n    {source}" if source else "")
-    else:
-        shown = f"{name}: {reason}"
+    else:  # e.g. an MLIR verifier error: it has no Python line, so name the traced function
+        code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+        place = f"{code.co_filename}:{code.co_firstlineno}: " if code else ""
+        shown = (f"{place}{reason}\n(The DSL could not map this error to a line: it comes from code traced "
+                 f"by `{name}` or the kernels it launches.)")
     if hint:
         shown += "\n" + re.sub(r"^suggestion:\s*", "hint: ", hint)
     message = (f"CuTe DSL compile of `{name}` for {arch} failed.\n{shown}\n"
