@@ -150,7 +150,9 @@ def test_cache_hit_is_fast_and_returns_a_kernel() -> None:
 
 def test_cache_hit_needs_neither_nvrtc_nor_torch(tmp_path: Path) -> None:
     """A fresh process re-running an unchanged cell must not pay for NVRTC or torch."""
-    env = {**os.environ, "GEMMLAB_CACHE": str(tmp_path)}
+    repo = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "GEMMLAB_CACHE": str(tmp_path),
+           "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
     script = (
         "import json, sys, time\n"
         "t = time.perf_counter()\n"
