@@ -296,3 +296,30 @@ def test_info_reports_targets() -> None:
     start = time.perf_counter()
     dsl.info()
     assert time.perf_counter() - start < 0.05  # cached: cheap enough for every doctor run
+
+
+# ----------------------------------------------------------------- the tensor-core GEMM
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a", "sm_100a"])
+def test_tensorop_gemm_compiles_to_tensor_core_code(arch: str) -> None:
+    from tests.dsl_kernels import tensorop_gemm
+
+    k = dsl.compile(tensorop_gemm.gemm, *tn(256, 256, 64), arch=arch)
+    assert k.compile_seconds < 30
+    ptx = k.ptx
+    assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix.sync.aligned" in ptx
+    assert "cp.async.cg.shared.global" in ptx or "cp.async.ca.shared.global" in ptx
+    assert ", 16, 16;" in ptx  # 16-byte cp.async: rows are 16-byte aligned
+    assert 64 <= k.resources.registers <= 255
+    assert k.resources.max_threads_per_block >= tensorop_gemm.THREADS
+
+
+@pytest.mark.slow
+def test_tensorop_gemm_odd_k_uses_narrow_copies() -> None:
+    from tests.dsl_kernels import tensorop_gemm
+
+    k = dsl.compile(tensorop_gemm.gemm, *tn(1000, 1001, 999), arch="sm_90a")
+    assert "mma.sync.aligned.m16n8k16" in k.ptx
+    assert ", 16, 16;" not in k.ptx  # 2-byte rows: no 16-byte vector may be used

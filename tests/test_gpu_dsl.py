@@ -144,3 +144,34 @@ def test_rerun_is_cheap_and_sass_is_available() -> None:
 
     if shutil.which("cuobjdump") or __import__("os").path.exists("/usr/local/cuda/bin/cuobjdump"):
         assert "FFMA" in k.sass() or "HFMA" in k.sass() or "FMUL" in k.sass()
+
+
+# ----------------------------------------------------------------- the tensor-core DSL GEMM
+
+
+def test_tensorop_gemm_passes_check_gemm() -> None:
+    from tests.dsl_kernels import tensorop_gemm
+
+    result = gemmlab.check_gemm(dsl.gemm_fn(tensorop_gemm.gemm))
+    print(result)
+    result.raise_if_failed()
+
+
+@pytest.mark.parametrize("dtype,out_dtype", [(torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32)])
+def test_tensorop_gemm_other_dtypes(dtype: torch.dtype, out_dtype: torch.dtype) -> None:
+    from tests.dsl_kernels import tensorop_gemm
+
+    result = gemmlab.check_gemm(dsl.gemm_fn(tensorop_gemm.gemm), dtype=dtype, out_dtype=out_dtype)
+    print(result)
+    result.raise_if_failed()
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192)])
+def test_tensorop_gemm_bench_ratio_to_cublas(shape: tuple[int, int, int]) -> None:
+    from tests.dsl_kernels import tensorop_gemm
+
+    gemm = dsl.gemm_fn(tensorop_gemm.gemm)
+    r = gemmlab.bench_gemm(gemm, shape=shape, label="DSL tensorop GEMM")
+    print(f"\nDSL tensorop GEMM {shape}: {r.tflops:.1f} TFLOPS, cuBLAS {r.cublas_tflops:.1f}, "
+          f"ratio {r.ratio:.3f}; {gemm.summary()}")
+    assert r.ratio > 0.15  # tensor cores in use: a SIMT kernel stays far below this

@@ -51,8 +51,8 @@ def _load_tile(tiled_copy: cute.TiledCopy, tXgX: cute.Tensor, tXsX: cute.Tensor,
     """One k-tile of one operand, global -> shared: in-bounds vectors by cp.async, the rest
     as zeros (stale smem from an earlier tile would otherwise leak into a partial K tile).
     A vector never straddles the bound: its width divides the row pitch, hence K."""
-    for i in cutlass.range_constexpr(cute.size(tXsX, mode=[1])):
-        for j in cutlass.range_constexpr(cute.size(tXsX, mode=[2])):
+    for i in cutlass.range(cute.size(tXsX, mode=[1]), unroll_full=True):
+        for j in cutlass.range(cute.size(tXsX, mode=[2]), unroll_full=True):
             if cute.elem_less(tXcX[0, i, j, tile], extent):
                 cute.copy(tiled_copy, tXgX[None, i, j, tile], tXsX[None, i, j, stage])
             else:
@@ -84,7 +84,7 @@ def tensorop_kernel(
     cB = cute.local_tile(cute.make_identity_tensor(mB.shape), tiler=tiler, coord=coord, proj=(None, 1, 1))
     cD = cute.local_tile(cute.make_identity_tensor(mD.shape), tiler=tiler, coord=coord, proj=(1, 1, None))
 
-    smem = cutlass.utils.SmemAllocator()
+    smem = cutlass.memory.SmemAllocator()
     sA = smem.allocate_tensor(mA.element_type, sA_layout, 16)
     sB = smem.allocate_tensor(mB.element_type, sB_layout, 16)
 
@@ -145,7 +145,7 @@ def tensorop_kernel(
     # Epilogue: convert and store each accumulator element that lies inside D.
     out = cute.make_fragment_like(acc, mD.element_type)
     out.store(acc.load().to(mD.element_type))
-    for i in cutlass.range_constexpr(cute.size(out)):
+    for i in cutlass.range(cute.size(out), unroll_full=True):
         if cute.elem_less(tCcD[i], mD.shape):
             tCgD[i] = out[i]
 
