@@ -29,7 +29,11 @@ from .env import load
 from .errors import headline, to_compile_error
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_120a")
-_MAX_DEPTH = 3  # how far to follow functions a jit function calls when hashing its source
+_MAX_DEPTH = 3
+#: The DSL reports CUDA failures with runtime-API names (cudaErrorIllegalAddress...); these
+#: ones leave the context unusable, like their driver-API twins in gemmlab.kernel.
+_STICKY_RUNTIME = ("IllegalAddress", "MisalignedAddress", "LaunchFailure", "IllegalInstruction",
+                   "HardwareStackError", "InvalidPc", "cudaErrorAssert", "EccUncorrectable")  # how far to follow functions a jit function calls when hashing its source
 
 
 # ----------------------------------------------------------------- source key
@@ -267,7 +271,9 @@ class DslKernel:
         from .. import kernel as _kernel
 
         text = headline(exc)
-        if any(s in str(exc) for s in _kernel._STICKY_TORCH) or any(n in str(exc) for n in _kernel._STICKY):
+        raw = str(exc)
+        if (any(s in raw for s in _kernel._STICKY_TORCH) or any(n in raw for n in _kernel._STICKY)
+                or any(s in raw for s in _STICKY_RUNTIME)):
             return _kernel._mark_lost(f"DSL kernel `{self.name}` failed: {text}")
         return KernelError(f"DSL kernel `{self.name}` failed to launch: {text}")
 
