@@ -55,7 +55,7 @@ class Swizzle(pycute.Swizzle):
         return f"Swizzle({self.bits},{self.base},{self.shift})"
 
 
-class ComposedLayout(pycute.LayoutBase):
+class ComposedLayout(pycute.ComposedLayout):
     """CuTe's ``ComposedLayout<Outer, Offset, Inner>``: ``coord -> outer(offset + inner(coord))``.
 
     The inner layout carries the shape (so ``size``, slicing and dividing act on it); the
@@ -66,6 +66,16 @@ class ComposedLayout(pycute.LayoutBase):
         self.outer = outer
         self.offset = int(offset)
         self.inner = inner
+
+    # pycute's names (its ComposedLayout is ``layoutB o offset o layoutA``), so code written
+    # for pycute's ComposedLayout works on these too.
+    @property
+    def layoutA(self) -> pycute.Layout:  # noqa: N802 - pycute's name
+        return self.inner
+
+    @property
+    def layoutB(self) -> Any:  # noqa: N802 - pycute's name
+        return self.outer
 
     # CuTe's accessor names, so code reads like C++ (layout_a() o offset() o layout_b()).
     @property
