@@ -47,6 +47,7 @@ def _perm_size(p, default):
 
 def _valid_mma(atom: str, al, perm) -> bool:
     shp = L.mma_atom(atom).shape_mnk
+    al = al[1] if al[0] == "L" else al
     if perm is None:
         return True
     return all(_perm_size(p, shp[i] * al[i]) % (shp[i] * al[i]) == 0 for i, p in enumerate(perm))
@@ -54,7 +55,10 @@ def _valid_mma(atom: str, al, perm) -> bool:
 
 MMA_CASES = [(a, al, p) for a in SM80 for al in ATOM_LAYOUTS for p in PERMS if _valid_mma(a, al, p)]
 MMA_CASES += [("UniversalFMA", (16, 8, 1), None), ("UniversalFMA", (8, 16, 1), (16, 32, 4)),
-              ("SM90_64x64x16_F32F16F16_SS", (1, 1, 1), None), ("SM90_64x128x16_F32F16F16_SS", (2, 1, 1), None)]
+              ("SM90_64x64x16_F32F16F16_SS", (1, 1, 1), None), ("SM90_64x128x16_F32F16F16_SS", (2, 1, 1), None),
+              # atoms laid out row-major (a Layout, not a shape)
+              ("SM80_16x8x16_F32F16F16F32_TN", ("L", (2, 2, 1), (2, 1, 0)), (32, 32, 16)),
+              ("SM80_16x8x8_F32F16F16F32_TN", ("L", (2, 4, 1), (4, 1, 0)), (32, NPERM, 8))]
 
 COPY_ATOMS = [("SM75_U32x1_LDSM_N", None), ("SM75_U32x2_LDSM_N", None), ("SM75_U32x4_LDSM_N", None),
               ("SM75_U16x2_LDSM_T", None), ("SM75_U16x4_LDSM_T", None), ("SM75_U16x8_LDSM_T", None),
@@ -167,7 +171,13 @@ def _dsl_perm(perm):
 
 def _dsl_tiled_mma(case):
     atom, al, perm = case
-    return cute.make_tiled_mma(_dsl_mma_atom(atom), cute.make_layout(al), permutation_mnk=_dsl_perm(perm))
+    lay = cute.make_layout(al[1], stride=al[2]) if al[0] == "L" else cute.make_layout(al)
+    return cute.make_tiled_mma(_dsl_mma_atom(atom), lay, permutation_mnk=_dsl_perm(perm))
+
+
+def _gmma(case):
+    atom, al, perm = case
+    return L.make_tiled_mma(atom, _glayout(al), _gperm(perm))
 
 
 def _dsl_copy_atom(name, bits=None):
@@ -214,7 +224,7 @@ def _collect():
     for case in MMA_CASES:
         def mma_data(case=case):
             tm = _dsl_tiled_mma(case)
-            g = L.make_tiled_mma(case[0], case[1], _gperm(case[2]))  # only for sizes of the test tensors
+            g = _gmma(case)  # only for sizes of the test tensors
             shapes = _operand_shapes(g.tile_mnk)
             parts = {}
             for tid in _threads(g.num_threads):
@@ -247,7 +257,7 @@ def _collect():
             nm, bits = (name.split(":")[0], int(name.split(":")[1])) if ":" in name else (name, None)
             tm = _dsl_tiled_mma(mcase)
             tc = getattr(cute, f"make_tiled_copy_{operand}")(_dsl_copy_atom(nm, bits), tm)
-            g = L.make_tiled_mma(mcase[0], mcase[1], _gperm(mcase[2]))
+            g = _gmma(mcase)
             m, n, k = g.tile_mnk
             return _tiled_copy_data(tc, {"A": (m, k), "B": (n, k), "C": (m, n)}[operand])
         rec(("copy_mma", case), copy_mma_data)
@@ -416,7 +426,7 @@ def test_mma_atom_layouts(dsl, name):
 def test_tiled_mma(dsl, case):
     d = dsl[("tiled_mma", case)]
     _ok(d, case)
-    mma = L.make_tiled_mma(case[0], case[1], _gperm(case[2]))
+    mma = _gmma(case)
     assert mma.tile_mnk == d["tile"]
     assert mma.num_threads == d["size"]
     for mine, theirs, op in zip((mma.tv_a, mma.tv_b, mma.tv_c), d["tv"], "ABC"):
@@ -463,7 +473,7 @@ def test_tiled_copy(dsl, case):
 def test_tiled_copy_for_mma(dsl, case):
     name, operand, mcase = case
     nm, bits = (name.split(":")[0], int(name.split(":")[1])) if ":" in name else (name, None)
-    mma = L.make_tiled_mma(mcase[0], mcase[1], _gperm(mcase[2]))
+    mma = _gmma(mcase)
     tc = getattr(L, f"make_tiled_copy_{operand}")(L.copy_atom(nm, bits=bits), mma)
     _check_tiled_copy(tc, dsl[("copy_mma", case)], str(case))
 

@@ -12,18 +12,7 @@ from typing import Any
 import numpy as np
 import pycute
 
-from .algebra import (
-    Layout,
-    cute_str,
-    full_slice,
-    idx2crd,
-    is_layout,
-    is_tuple,
-    layout_to_array,
-    make_layout,
-    rank,
-    size,
-)
+from .algebra import Layout, cute_str, idx2crd, is_layout, layout_to_array, make_layout, size
 from .swizzle import ComposedLayout, LayoutError
 
 
@@ -158,5 +147,3 @@ def _as_tensor(x: Any) -> tuple[Tensor, bool]:
 def _result(t: Tensor, was_tensor: bool) -> Any:
     return t if was_tensor else t.layout
 
-
-__all__ = ["IdentityEngine", "Tensor", "make_tensor", "make_identity_tensor", "full_slice", "rank"]

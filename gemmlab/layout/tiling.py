@@ -45,8 +45,10 @@ def _append_none(coord: Any, r: int) -> tuple:
 
 
 def _slice(t: Tensor, crd: Any) -> Tensor:
-    return t(crd) if pycute.has_none(crd) else t.with_layout(A.Layout(1, 0)).__class__(
-        t.engine, A.Layout(1, 0), t.offset + t.layout(crd))
+    """Slice keeping the ``None`` modes; a coordinate without any gives a one-element tensor."""
+    if pycute.has_none(crd):
+        return t(crd)
+    return Tensor(t.engine, A.Layout(1, 0), t.offset + t.layout(crd))
 
 
 def inner_partition(x: Any, tiler: Any, coord: Any) -> Any:
