@@ -1,0 +1,53 @@
+"""tools/solution_cells.py: tagged solution cells are found, must be unique, and run in a fresh namespace."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("solution_cells", ROOT / "tools" / "solution_cells.py")
+solution_cells = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(solution_cells)
+
+
+@pytest.fixture
+def fake_solutions(tmp_path, monkeypatch):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("x = 'markdown is never run'", metadata={"tags": ["kernel:a"]}),
+        nbformat.v4.new_code_cell("x = 2", metadata={"tags": ["kernel:a"]}),
+        nbformat.v4.new_code_cell("y = x * 21\nhas_torch = 'torch' in globals()", metadata={"tags": ["kernel:b", "other"]}),
+        nbformat.v4.new_code_cell("z = 1", metadata={"tags": ["dup"]}),
+        nbformat.v4.new_code_cell("z = 2", metadata={"tags": ["dup"]}),
+    ]
+    (tmp_path / "99_fake").mkdir()
+    nbformat.write(nb, tmp_path / "99_fake" / "99_fake.ipynb")
+    monkeypatch.setattr(solution_cells, "SOLUTIONS", tmp_path)
+    monkeypatch.setattr(solution_cells, "ROOT", tmp_path)
+    return "99_fake"
+
+
+def test_cell_source_finds_the_tagged_code_cell(fake_solutions):
+    assert solution_cells.cell_source(fake_solutions, "kernel:a") == "x = 2"
+    assert solution_cells.cell_source(fake_solutions, "other").startswith("y = x * 21")
+
+
+@pytest.mark.parametrize("tag, words", [("missing", "found no cell"), ("dup", "found cells [3, 4]")])
+def test_cell_source_demands_exactly_one(fake_solutions, tag, words):
+    with pytest.raises(solution_cells.SolutionCellError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        solution_cells.cell_source(fake_solutions, tag)
+
+
+def test_missing_notebook(fake_solutions):
+    with pytest.raises(solution_cells.SolutionCellError, match="no solutions notebook"):
+        solution_cells.cell_source("00_nope", "kernel:a")
+
+
+def test_load_namespace_runs_cells_in_order(fake_solutions):
+    ns = solution_cells.load_namespace(fake_solutions, ["kernel:a", "kernel:b"])
+    assert ns["y"] == 42 and ns["has_torch"] and "gemmlab" in ns
+    with pytest.raises(NameError):  # order matters: b needs a's x
+        solution_cells.load_namespace(fake_solutions, ["kernel:b"])

@@ -1,0 +1,73 @@
+"""Solution kernels straight from the solutions notebooks, found by cell tag.
+
+The solutions notebook is the one source of truth for a course kernel: tests and
+benchmarks must not keep a second copy that could drift. A code cell that defines a
+kernel carries a tag such as ``kernel:gemm05_cpp`` in its metadata; this module finds
+that cell and returns its source, or runs the tagged cells and returns what they defined.
+
+    from solution_cells import load_namespace          # with tools/ on sys.path
+    ns = load_namespace("05_global_gemm", ["kernel:gemm05_cpp"])
+    gemm = ns["gemm05_cpp"]
+
+Tags in use: ``kernel:gemm05_cpp``, ``kernel:gemm05_dsl`` (notebook 05),
+``kernel:gemm06_cpp``, ``kernel:gemm06_dsl`` (notebook 06).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+
+
+class SolutionCellError(LookupError):
+    """The notebook or the tagged cell is missing, or the tag is not unique."""
+
+
+def notebook_path(assignment: str) -> Path:
+    """``solutions/<assignment>/<assignment>.ipynb``; raise if it does not exist."""
+    path = SOLUTIONS / assignment / f"{assignment}.ipynb"
+    if not path.is_file():
+        raise SolutionCellError(f"no solutions notebook {path.relative_to(ROOT)}")
+    return path
+
+
+def cell_source(assignment: str, tag: str) -> str:
+    """The source of the one code cell of ``assignment``'s solutions notebook tagged ``tag``.
+
+    Raises ``SolutionCellError`` unless exactly one code cell carries the tag.
+    """
+    path = notebook_path(assignment)
+    nb = nbformat.read(path, as_version=4)
+    hits = [i for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and tag in c.get("metadata", {}).get("tags", [])]
+    if len(hits) != 1:
+        where = f"cells {hits}" if hits else "no cell"
+        raise SolutionCellError(
+            f"{path.relative_to(ROOT)}: expected exactly one code cell tagged {tag!r}, found {where}")
+    return nb.cells[hits[0]].source
+
+
+def load_namespace(assignment: str, tags: list[str]) -> dict:
+    """Run the cells tagged ``tags`` (in the order given) in a fresh namespace and return it.
+
+    The namespace starts with ``import gemmlab, torch`` done, as in the notebooks. Lines
+    that are IPython syntax (``%magic``, ``!shell``) are not supported: kernel cells must be
+    plain Python.
+    """
+    if isinstance(tags, str):
+        tags = [tags]
+    ns: dict = {"__name__": f"solution_{assignment}"}
+    exec("import gemmlab, torch", ns)
+    for tag in tags:
+        src = cell_source(assignment, tag)
+        code = compile(src, f"<{assignment}:{tag}>", "exec")
+        exec(code, ns)
+    return ns
+
+
+if __name__ == "__main__":  # python tools/solution_cells.py 05_global_gemm kernel:gemm05_cpp
+    print(cell_source(sys.argv[1], sys.argv[2]))
