@@ -30,8 +30,10 @@ _LAZY = {
     "ceilings": ("gemmlab.ceilings", "ceilings"),
     "roofline": ("gemmlab.roofline", "roofline"),
     "doctor": ("gemmlab.doctor", "doctor"),
+    "performance_bar": ("gemmlab.perfbar", "performance_bar"),
+    "run_isolated": ("gemmlab.isolate", "run_isolated"),
 }
-_SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "bench", "roofline_math"}
+_SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "bench", "roofline_math", "perfbar", "isolate"}
 
 __all__ = [
     "CompileError", "ContextLostError", "GemmlabError", "KernelError", "KernelTimeoutError",

@@ -1,0 +1,86 @@
+"""gemmlab.isolate on the CPU: results come back, child errors are named, hangs are killed."""
+from __future__ import annotations
+
+import operator
+import time
+
+import pytest
+
+import gemmlab
+from gemmlab.isolate import IsolatedJobError, cuda_error_name, run_isolated
+
+
+def test_source_job_returns_result_and_sees_args():
+    assert run_isolated("result = sum(args) * kwargs['scale']", 1, 2, 3, scale=10) == 60
+
+
+def test_source_job_can_import_gemmlab():
+    assert run_isolated("import gemmlab\nresult = gemmlab.__version__") == gemmlab.__version__
+
+
+def test_function_job_returns_result():
+    assert run_isolated(operator.mul, 6, 7) == 42
+
+
+def test_child_stdout_is_echoed(capsys):
+    run_isolated("print('hello from the child')")
+    assert "hello from the child" in capsys.readouterr().out
+    run_isolated("print('quiet')", echo=False)
+    assert "quiet" not in capsys.readouterr().out
+
+
+def test_child_exception_becomes_isolated_job_error():
+    with pytest.raises(IsolatedJobError, match="ZeroDivisionError") as info:
+        run_isolated(operator.truediv, 1, 0)
+    assert info.value.child_type == "ZeroDivisionError" and info.value.cuda_error is None
+    assert "truediv" in info.value.child_traceback or "division" in info.value.child_message
+
+
+def test_cuda_error_in_child_is_named():
+    job = "raise RuntimeError('CUDA error: misaligned address\\nCUDA kernel errors might be reported later')"
+    with pytest.raises(IsolatedJobError, match="CUDA error: misaligned address") as info:
+        run_isolated(job)
+    assert info.value.cuda_error == "misaligned address"
+    assert "untouched" in str(info.value)
+
+
+@pytest.mark.parametrize("text, name", [
+    ("gemmlab.ContextLostError: ... failed: a misaligned address (CUDA_ERROR_MISALIGNED_ADDRESS)", "misaligned address"),
+    ("cudaErrorIllegalAddress", "illegal memory access"),
+    ("CUDA error: an illegal memory access was encountered", "illegal memory access"),
+    ("ValueError: bad shape", None),
+])
+def test_cuda_error_name(text, name):
+    assert cuda_error_name(text) == name
+
+
+def test_hung_child_is_killed_and_reported():
+    start = time.monotonic()
+    with pytest.raises(gemmlab.KernelTimeoutError, match="did not finish within 2 s"):
+        run_isolated("import time\nprint('started', flush=True)\ntime.sleep(60)", timeout_s=2)
+    assert time.monotonic() - start < 20
+
+
+def test_child_that_dies_is_reported_with_its_exit_code():
+    with pytest.raises(IsolatedJobError, match="exited with code 3") as info:
+        run_isolated("import os, sys\nsys.stderr.write('dying now\\n'); sys.stderr.flush()\nos._exit(3)")
+    assert info.value.returncode == 3 and "dying now" in str(info.value)
+
+
+def test_child_killed_by_a_signal():
+    with pytest.raises(IsolatedJobError, match="killed by signal"):
+        run_isolated("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+
+
+def test_unpicklable_result_is_explained():
+    with pytest.raises(IsolatedJobError, match="cannot be pickled"):
+        run_isolated("import threading\nresult = threading.Lock()")
+
+
+def test_lambdas_and_bad_jobs_are_refused_up_front():
+    with pytest.raises(gemmlab.GemmlabError, match="module level"):
+        run_isolated(lambda: 1)
+    with pytest.raises(gemmlab.GemmlabError, match="source"):
+        run_isolated(42)
+    with pytest.raises(gemmlab.GemmlabError, match="timeout_s"):
+        run_isolated("result = 1", timeout_s=0)
