@@ -51,3 +51,15 @@ def test_load_namespace_runs_cells_in_order(fake_solutions):
     assert ns["y"] == 42 and ns["has_torch"] and "gemmlab" in ns
     with pytest.raises(NameError):  # order matters: b needs a's x
         solution_cells.load_namespace(fake_solutions, ["kernel:b"])
+
+
+def test_functions_from_cells_have_source(fake_solutions, tmp_path):
+    import inspect
+
+    nb_path = tmp_path / "99_fake" / "99_fake.ipynb"
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("def twice(v):\n    return 2 * v\n", metadata={"tags": ["kernel:f"]}))
+    nbformat.write(nb, nb_path)
+    ns = solution_cells.load_namespace(fake_solutions, ["kernel:f"])
+    assert ns["twice"](21) == 42
+    assert inspect.getsource(ns["twice"]).startswith("def twice(v):")

@@ -15,6 +15,7 @@ Tags in use: ``kernel:gemm05_cpp``, ``kernel:gemm05_dsl`` (notebook 05),
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -54,18 +55,22 @@ def cell_source(assignment: str, tag: str) -> str:
 def load_namespace(assignment: str, tags: list[str]) -> dict:
     """Run the cells tagged ``tags`` (in the order given) in a fresh namespace and return it.
 
-    The namespace starts with ``import gemmlab, torch`` done, as in the notebooks. Lines
-    that are IPython syntax (``%magic``, ``!shell``) are not supported: kernel cells must be
-    plain Python.
+    The namespace starts with ``import gemmlab, torch`` done, as in the notebooks. Each cell
+    runs from a file of its own under a temporary folder, so ``inspect.getsource`` (which the
+    CuTe DSL needs) works on the functions it defines. IPython syntax (``%magic``,
+    ``!shell``) is not supported: kernel cells must be plain Python.
     """
     if isinstance(tags, str):
         tags = [tags]
     ns: dict = {"__name__": f"solution_{assignment}"}
     exec("import gemmlab, torch", ns)
-    for tag in tags:
+    # The CuTe DSL reads its functions' source with inspect: each cell is run from a real file.
+    folder = Path(tempfile.mkdtemp(prefix=f"gemmlab-{assignment}-cells-"))
+    for index, tag in enumerate(tags):
         src = cell_source(assignment, tag)
-        code = compile(src, f"<{assignment}:{tag}>", "exec")
-        exec(code, ns)
+        path = folder / f"cell{index}_{tag.replace(':', '_')}.py"
+        path.write_text(src)
+        exec(compile(src, str(path), "exec"), ns)
     return ns
 
 
