@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .kernel import Kernel
 
 CACHE_KIND = "nvrtc"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: cubins are no longer cut at trailing zero bytes
 DEFAULT_FILENAME = "kernel.cu"
 
 #: Always on: device code by default (no __device__ noise), asserts off, a resource report, line info for ncu.
@@ -189,12 +189,14 @@ def _check(result, what: str) -> None:
                              f"Run `gemmlab doctor` to check the toolchain.")
 
 
-def _read(nvrtc, prog, size_fn, get_fn) -> bytes:
+def _read(nvrtc, prog, size_fn, get_fn, text: bool = False) -> bytes:
+    """One NVRTC output buffer. Only text (PTX, logs) loses its terminating NUL: a cubin is an
+    ELF image whose last bytes may legitimately be zeros, and cuobjdump rejects a cut one."""
     err, size = size_fn(prog)
     _check(err, "reading its output")
     buf = b" " * size
     _check(get_fn(prog, buf), "reading its output")
-    return buf.rstrip(b"\0")
+    return buf.rstrip(b"\0") if text else buf
 
 
 def _nvrtc_compile(source: str, name: str, arch: str, options: tuple[str, ...], user_dirs: tuple[str, ...],
@@ -213,10 +215,10 @@ def _nvrtc_compile(source: str, name: str, arch: str, options: tuple[str, ...], 
         _check(nvrtc.nvrtcAddNameExpression(prog, expression.encode()), "registering the kernel name")
         encoded = [o.encode() for o in opts]
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
-        log = _read(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog).decode(errors="replace")
+        log = _read(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog, text=True).decode(errors="replace")
         if int(result) != 0:
             raise _failure(result, log, source, name, filename, all_dirs)
-        ptx = _read(nvrtc, prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).decode(errors="replace")
+        ptx = _read(nvrtc, prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, text=True).decode(errors="replace")
         cubin = b""
         if arch.startswith("sm_"):
             cubin = _read(nvrtc, prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)

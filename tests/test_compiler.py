@@ -44,6 +44,18 @@ def test_compiled_record_for_a_raw_kernel() -> None:
     assert "--gpu-architecture=sm_90a" in c.options and "-std=c++17" in c.options
 
 
+def test_cubin_is_a_whole_elf_image() -> None:
+    """Every header the ELF header points at lies inside the cubin (a cut cubin still loads,
+    but cuobjdump and nvdisasm reject it, so SASS could not be shown)."""
+    import struct
+
+    cubin = compile_to(SCALE, "scale", arch="sm_90a", use_cache=False).cubin
+    phoff, shoff = struct.unpack_from("<QQ", cubin, 0x20)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", cubin, 0x36)
+    assert phoff + phentsize * phnum <= len(cubin)
+    assert shoff + shentsize * shnum <= len(cubin)
+
+
 def test_ptx_only_for_a_virtual_arch() -> None:
     c = compile_to(SCALE, "scale", arch="compute_90a", use_cache=False)
     assert c.cubin == b"" and ".target sm_90a" in c.ptx
