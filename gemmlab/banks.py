@@ -16,7 +16,11 @@ can correct it without touching the code; ``benchmarks/bank_validation.py`` meas
 * Within a phase, a bank serves one distinct word per wavefront; lanes touching the same
   word share it (broadcast on loads, one winner on stores). A phase therefore costs
   ``max over banks of (distinct words in that bank)`` wavefronts; an empty phase costs 0.
-* Ideal = number of non-empty phases; conflicts = wavefronts - ideal (what ncu counts).
+* Ideal (what ncu subtracts to count conflicts; conflicts = wavefronts - ideal): for stores,
+  the number of non-empty phases; for loads, the wavefronts the active lanes need at least,
+  ceil(active lanes / lanes per phase), never more than were spent. Measured on an H100: a
+  64-bit load with only the even lanes active takes 2 wavefronts (one per half-warp) and
+  ncu counts 1 of them as a conflict; the same store counts none.
 * Uniform-pair packing (described by NVIDIA for LDS.64/LDS.128 loads): if every pair of
   active lanes (n, n^1), or every pair (n, n^2), reads the same address, two lanes' data
   return together, so the phases are twice as wide.
@@ -72,6 +76,8 @@ class Model:
     uniform_pair_packing: bool = True
     #: ops the pair packing applies to.
     pair_packing_ops: tuple[str, ...] = ("ld64", "ld128")
+    #: kinds whose ideal counts lanes, not non-empty phases (see the module docstring).
+    ideal_by_lanes_kinds: tuple[str, ...] = ("ld",)
 
     def lanes_per_phase(self, spec: OpSpec) -> int:
         if spec.matrix:
@@ -245,7 +251,11 @@ def _count(arr: np.ndarray, spec: OpSpec, model: Model) -> tuple[np.ndarray, np.
     b = (keys % span) % NUM_BANKS
     counts = np.bincount(g * NUM_BANKS + b, minlength=n * nphase * NUM_BANKS)
     per_phase = counts.reshape(n, nphase, NUM_BANKS).max(axis=2)
-    return per_phase.sum(axis=1), (per_phase > 0).sum(axis=1)
+    wavefronts = per_phase.sum(axis=1)
+    if spec.kind not in model.ideal_by_lanes_kinds or spec.matrix:
+        return wavefronts, (per_phase > 0).sum(axis=1)
+    lanes_per_phase = WARP // (phases[:, WARP - 1] + 1)  # doubled where pairs were packed
+    return wavefronts, np.minimum(wavefronts, -(-active.sum(axis=1) // lanes_per_phase))
 
 
 def _detail(addresses: Sequence[int | None], spec: OpSpec, model: Model) -> list[Wavefront]:
