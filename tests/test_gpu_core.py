@@ -6,6 +6,8 @@ Run on a GPU machine:  pytest -m gpu tests/test_gpu_core.py -v -s
 """
 from __future__ import annotations
 
+import time
+
 import os
 import struct
 import subprocess
@@ -264,6 +266,30 @@ def test_planted_edge_tile_bug_heatmap_is_exactly_the_edges(torch):
 
 
 # --------------------------------------------------------------------------- bench, ceilings
+
+
+def test_graph_timing_leaves_out_launch_overhead_and_falls_back(torch):
+    import gemmlab
+
+    x = torch.zeros(1024, device="cuda")
+    launches = []
+
+    def tiny():  # ~2 us of GPU work behind a slow Python call
+        launches.append(1)
+        time.sleep(200e-6)
+        x.add_(1.0)
+
+    eager = gemmlab.bench.time_cuda(tiny, rep=20, flush_l2=False)
+    graphed = gemmlab.bench.time_cuda(tiny, rep=20, graph=True, flush_l2=False)
+    assert min(graphed) > 0 and sorted(graphed)[10] < 0.5 * sorted(eager)[10], (eager, graphed)
+
+    def syncs():  # synchronizing inside a capture is illegal: plain timing instead
+        x.add_(1.0)
+        torch.cuda.synchronize()
+
+    assert len(gemmlab.bench.time_cuda(syncs, rep=12, graph=True, flush_l2=False)) >= 10
+    x.add_(1.0)
+    torch.cuda.synchronize()  # the context survived the failed capture
 
 
 def test_bench_cute_gemm_prints_ratio(torch):
