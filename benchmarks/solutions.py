@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""The course's solution GEMM kernels against cuBLAS: correctness, TFLOPS, ratio, compile time.
+
+    python benchmarks/solutions.py                       # every solution kernel, fp16+bf16, 4096³ and 8192³
+    python benchmarks/solutions.py --quick               # 4096³ fp16 only
+    python benchmarks/solutions.py --only gemm06_cpp     # one kernel (repeatable)
+    python benchmarks/solutions.py --only gemm06_cpp --set gemm06_cpp:STAGES=5 --set gemm06_cpp:BK=32
+
+The kernels come from the solutions notebooks (cells tagged ``kernel:<name>``, read with
+tools/solution_cells.py), so this measures exactly what the course ships. Each kernel is
+first checked with ``gemmlab.check_gemm`` on odd shapes (fp16 and bf16), then timed with
+``gemmlab.bench_gemm``, which measures cuBLAS on the same problem in the same run. Prints a
+markdown table, saves ``results.json`` and ``solutions.png`` under ``--out``, and exits 1
+if any correctness check fails (2 if there is no GPU). ``--set NAME:KEY=VALUE`` changes a
+kernel's configuration through the ``configure_<front-end>(**changes)`` function its cell
+defines, for tuning runs.
+"""
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+#: (assignment, kernel name): the cell tag is ``kernel:<name>``, the GEMM function ``<name>``.
+KERNELS = [
+    ("05_global_gemm", "gemm05_cpp"),
+    ("05_global_gemm", "gemm05_dsl"),
+    ("06_pipelining", "gemm06_cpp"),
+    ("06_pipelining", "gemm06_dsl"),
+]
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+DTYPES = ["float16", "bfloat16"]
+#: Odd, tiny, skinny and unaligned shapes every solution must get right.
+ODD_SHAPES = [(1, 1, 1), (3, 5, 7), (17, 33, 9), (129, 257, 65), (1000, 1001, 999), (1, 4096, 7),
+              (129, 3, 515), (256, 512, 256), (640, 384, 4096)]
+
+
+@dataclass
+class Row:
+    kernel: str
+    shape: tuple
+    dtype: str
+    tflops: float | None = None
+    cublas_tflops: float | None = None
+    ratio: float | None = None
+    note: str = ""
+
+
+@dataclass
+class KernelReport:
+    kernel: str
+    assignment: str
+    status: str = "ok"                      # ok | skipped | failed
+    reason: str = ""
+    convention: str = "tn"
+    first_call_s: float | None = None       # compile (or cache hit) + first run of the fast path
+    check_s: float | None = None            # correctness suite, includes compiles of other variants
+    correct: dict = field(default_factory=dict)
+    rows: list = field(default_factory=list)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="only 4096³ with fp16")
+    ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                    help="benchmark only this kernel (e.g. gemm06_cpp); repeatable")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME:KEY=VALUE", dest="settings",
+                    help="configuration change passed to the kernel cell's configure_* function; repeatable")
+    ap.add_argument("--out", type=Path, default=Path("bench-out"), help="folder for results.json and solutions.png")
+    ap.add_argument("--no-check", action="store_true", help="skip the correctness suite (tuning runs only)")
+    args = ap.parse_args(argv)
+    names = [n for _, n in KERNELS]
+    unknown = [n for n in args.only if n not in names]
+    if unknown:
+        ap.error(f"unknown kernel(s) {unknown}; choose from {names}")
+    args.overrides = parse_settings(args.settings, names, ap.error)
+    return args
+
+
+def parse_settings(settings: list[str], names: list[str], error) -> dict[str, dict[str, int]]:
+    """``["gemm06_cpp:STAGES=5"]`` -> ``{"gemm06_cpp": {"STAGES": 5}}`` (integer values)."""
+    out: dict[str, dict[str, int]] = {}
+    for item in settings:
+        try:
+            name, assignment = item.split(":", 1)
+            key, value = assignment.split("=", 1)
+            number = int(value)
+        except ValueError:
+            error(f"--set {item!r}: expected NAME:KEY=INTEGER, e.g. gemm06_cpp:STAGES=5")
+        if name not in names:
+            error(f"--set {item!r}: unknown kernel {name!r}; choose from {names}")
+        out.setdefault(name, {})[key.strip()] = number
+    return out
+
+
+def plan(args: argparse.Namespace) -> tuple[list[tuple[str, str]], list[tuple[int, int, int]], list[str]]:
+    """Which kernels, shapes and dtypes this run covers."""
+    kernels = [(a, n) for a, n in KERNELS if not args.only or n in args.only]
+    shapes = SHAPES[:1] if args.quick else SHAPES
+    dtypes = DTYPES[:1] if args.quick else DTYPES
+    return kernels, shapes, dtypes
+
+
+def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = None):
+    """(gemm function, namespace), or raise LookupError with a reason to print and skip."""
+    import solution_cells
+
+    try:
+        ns = solution_cells.load_namespace(assignment, [f"kernel:{name}"])
+    except solution_cells.SolutionCellError as err:
+        raise LookupError(str(err)) from None
+    if overrides:
+        configure = ns.get(f"configure_{name.rsplit('_', 1)[-1]}")
+        if not callable(configure):
+            raise LookupError(f"the cell of {name} defines no configure_{name.rsplit('_', 1)[-1]}(**changes) "
+                              "to apply --set")
+        configure(**overrides)
+    fn = ns.get(name)
+    if not callable(fn):
+        raise LookupError(f"the cell tagged kernel:{name} does not define a callable {name!r}")
+    return fn, ns
+
+
+def convention_of(fn, ns: dict, name: str) -> str:
+    """'tn' for fn(A, B, D), 'nn' for fn(A, B, C, alpha, beta): declared by the cell, else from the signature."""
+    declared = ns.get(f"{name.upper()}_CONVENTION") or ns.get("CONVENTION")
+    if declared in ("tn", "nn"):
+        return declared
+    params = getattr(fn, "_params", None)  # a gemmlab DslKernel: its jit function's parameters
+    if params is not None:
+        from gemmlab.dsl import convert
+
+        count = len(convert.user_params(params))
+    else:
+        try:
+            count = len([p for p in inspect.signature(fn).parameters.values()
+                         if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD])
+        except (TypeError, ValueError):
+            count = 3
+    return "nn" if count >= 5 else "tn"
+
+
+def run_kernel(assignment: str, name: str, args, shapes, dtypes) -> KernelReport:
+    import torch
+
+    import gemmlab
+
+    rep = KernelReport(name, assignment)
+    try:
+        fn, ns = load_kernel(assignment, name, args.overrides.get(name))
+    except LookupError as err:
+        rep.status, rep.reason = "skipped", str(err)
+        print(f"- {name}: skipped ({err})")
+        return rep
+    rep.convention = conv = convention_of(fn, ns, name)
+    dev = "cuda"
+    A = torch.randn(256, 256, device=dev).half()
+    B = torch.randn(256, 256, device=dev).half()
+    D = torch.empty(256, 256, device=dev).half()
+    t0 = time.perf_counter()
+    try:
+        fn(A, B, D) if conv == "tn" else fn(A, B, D, 1.0, 0.0)
+        torch.cuda.synchronize()
+    except Exception as err:  # noqa: BLE001 - report any build or launch failure and go on
+        rep.status, rep.reason = "failed", f"first call failed: {err}"
+        print(f"- {name}: FAILED on its first call: {err}")
+        return rep
+    rep.first_call_s = time.perf_counter() - t0
+    print(f"- {name} ({conv}): compile + first call {rep.first_call_s:.1f} s")
+    if not args.no_check:
+        t0 = time.perf_counter()
+        for dt in dtypes if args.quick else DTYPES:
+            result = gemmlab.check_gemm(fn, convention=conv, dtype=getattr(torch, dt), shapes=ODD_SHAPES)
+            rep.correct[dt] = bool(result.passed)
+            if not result.passed:
+                rep.status = "failed"
+                rep.reason = f"check_gemm failed ({dt})"
+                print(result)
+        rep.check_s = time.perf_counter() - t0
+        verdict = "correct" if rep.status == "ok" else "WRONG"
+        print(f"  check_gemm on {len(ODD_SHAPES)} odd shapes: {verdict} ({rep.check_s:.1f} s incl. compiles)")
+        if rep.status != "ok":
+            return rep
+    for shape in shapes:
+        for dt in dtypes:
+            row = Row(name, shape, dt)
+            try:
+                r = gemmlab.bench_gemm(fn, shape=shape, convention=conv, dtype=getattr(torch, dt), label=name)
+                row.tflops, row.cublas_tflops, row.ratio = r.tflops, r.cublas_tflops, r.ratio
+                print(f"  {'x'.join(map(str, shape)):>14} {dt:9s} {r.tflops:7.1f} TFLOPS  cuBLAS {r.cublas_tflops:7.1f}"
+                      f"  ratio {r.ratio:.3f}")
+            except gemmlab.GemmlabError as err:
+                row.note = str(err).splitlines()[0]
+                print(f"  {'x'.join(map(str, shape)):>14} {dt:9s} failed: {row.note}")
+            rep.rows.append(row)
+    return rep
+
+
+def markdown(reports: list[KernelReport], device: str) -> str:
+    lines = [f"Solution kernels on {device}", "",
+             "| kernel | conv | shape | dtype | TFLOPS | cuBLAS | ratio | correct (odd shapes) | compile+1st call |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | --- | ---: |"]
+    for rep in reports:
+        correct = ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in rep.correct.items()) or "-"
+        first = f"{rep.first_call_s:.1f} s" if rep.first_call_s is not None else "-"
+        if not rep.rows:
+            lines.append(f"| {rep.kernel} | {rep.convention} | - | - | - | - | - | {correct} | {first} |"
+                         + (f" {rep.status}: {rep.reason}" if rep.status != "ok" else ""))
+        for row in rep.rows:
+            tf = f"{row.tflops:.1f}" if row.tflops else "-"
+            cb = f"{row.cublas_tflops:.1f}" if row.cublas_tflops else "-"
+            ratio = f"{row.ratio:.3f}" if row.ratio else row.note or "-"
+            lines.append(f"| {rep.kernel} | {rep.convention} | {'×'.join(map(str, row.shape))} | {row.dtype} | {tf} | "
+                         f"{cb} | {ratio} | {correct} | {first} |")
+    return "\n".join(lines)
+
+
+def chart(reports: list[KernelReport], path: Path, device: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(rep.kernel, row) for rep in reports for row in rep.rows if row.ratio]
+    if not rows:
+        return
+    labels = [f"{k}\n{'×'.join(map(str, r.shape[:1]))}³ {r.dtype}" for k, r in rows]
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows)), 4))
+    ax.bar(range(len(rows)), [r.ratio for _, r in rows], color="tab:blue")
+    ax.axhline(1.0, color="black", lw=1)
+    ax.set_xticks(range(len(rows)), labels, fontsize=7)
+    ax.set_ylabel("TFLOPS / cuBLAS TFLOPS (same run)")
+    ax.set_title(f"Course solution kernels vs cuBLAS on {device}")
+    for i, (_, r) in enumerate(rows):
+        ax.text(i, r.ratio, f"{r.tflops:.0f}", ha="center", va="bottom", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    kernels, shapes, dtypes = plan(args)
+    from gemmlab.gpu import has_gpu
+
+    if not has_gpu():
+        print("benchmarks/solutions.py needs a CUDA GPU: it runs and times the kernels. "
+              "Run it on a GPU machine (tests/test_solutions_bench.py covers the CPU-side logic).")
+        return 2
+    import torch
+
+    device = torch.cuda.get_device_name()
+    print(f"device: {device}; kernels: {[n for _, n in kernels]}; shapes: {shapes}; dtypes: {dtypes}")
+    reports = [run_kernel(a, n, args, shapes, dtypes) for a, n in kernels]
+    table = markdown(reports, device)
+    print()
+    print(table)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps({"device": device, "reports": [asdict(r) for r in reports]},
+                                                      indent=1, default=str))
+    (args.out / "results.md").write_text(table + "\n")
+    chart(reports, args.out / "solutions.png", device)
+    print(f"\nsaved {args.out / 'results.json'}, results.md and solutions.png")
+    failed = [r.kernel for r in reports if r.status == "failed"]
+    if failed:
+        print(f"FAILED: {failed}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
