@@ -109,12 +109,27 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, str]], list[tuple[in
     return kernels, shapes, dtypes
 
 
+def tags_for(assignment: str, name: str) -> list[str]:
+    """The ``kernel:*`` cells to run for ``name``, in notebook order: its own cell plus the shared
+    helper cells (a launcher, a vector-width helper...), but not the other solution kernels' cells."""
+    import nbformat
+    import solution_cells
+
+    nb = nbformat.read(solution_cells.notebook_path(assignment), as_version=4)
+    others = {f"kernel:{n}" for _, n in KERNELS if n != name}
+    tags = [t for c in nb.cells if c.cell_type == "code" for t in c.get("metadata", {}).get("tags", [])
+            if t.startswith("kernel:") and t not in others]
+    if f"kernel:{name}" not in tags:
+        raise solution_cells.SolutionCellError(f"{assignment}: no code cell tagged 'kernel:{name}'")
+    return list(dict.fromkeys(tags))
+
+
 def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = None):
     """(gemm function, namespace), or raise LookupError with a reason to print and skip."""
     import solution_cells
 
     try:
-        ns = solution_cells.load_namespace(assignment, [f"kernel:{name}"])
+        ns = solution_cells.load_namespace(assignment, tags_for(assignment, name))
     except solution_cells.SolutionCellError as err:
         raise LookupError(str(err)) from None
     if overrides:

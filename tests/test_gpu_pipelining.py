@@ -1,0 +1,74 @@
+"""Notebook 06's solution kernels on a GPU: correct on odd shapes (fp16, bf16) and their speed
+against cuBLAS. The kernels come from the solutions notebook by cell tag.
+
+    pytest -m gpu tests/test_gpu_pipelining.py -v -s          # -s prints the measured ratios
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import solution_cells  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+ASSIGNMENT = "06_pipelining"
+KERNELS = ["gemm06_cpp", "gemm06_dsl"]
+#: What the 06 solutions are designed to reach on an H100 (fp16/bf16 in, fp32 accumulation).
+TARGET_RATIO = 0.65
+
+
+@pytest.fixture(scope="module", params=KERNELS)
+def gemm(request):
+    ns = solution_cells.load_namespace(ASSIGNMENT, [f"kernel:{request.param}"])
+    return request.param, ns[request.param]
+
+
+@pytest.mark.parametrize("suite", ["default", "odd", "aligned"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_solution_passes_check_gemm(gemm, suite: str, dtype) -> None:
+    import gemmlab
+
+    name, fn = gemm
+    result = gemmlab.check_gemm(fn, dtype=dtype, shapes=suite)
+    assert result.passed, f"{name} {dtype} suite {suite}:\n{result}"
+
+
+def test_solution_on_unaligned_and_long_k_shapes(gemm) -> None:
+    import gemmlab
+
+    name, fn = gemm
+    shapes = [(1, 4096, 7), (129, 3, 515), (640, 384, 4096), (4095, 4097, 4096), (257, 1000, 4104),
+              (1024, 1024, 8), (130, 260, 36)]
+    result = gemmlab.check_gemm(fn, shapes=shapes)
+    assert result.passed, f"{name}:\n{result}"
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_solution_reaches_target_ratio(gemm, shape, dtype) -> None:
+    import gemmlab
+
+    name, fn = gemm
+    r = gemmlab.bench_gemm(fn, shape=shape, dtype=dtype, label=name)
+    print(f"\n{name} {shape} {dtype}: {r.tflops:.1f} TFLOPS, cuBLAS {r.cublas_tflops:.1f}, ratio {r.ratio:.3f}")
+    assert r.ratio >= TARGET_RATIO, (
+        f"{name} at {shape} {dtype}: {r.ratio:.3f} x cuBLAS, below the target {TARGET_RATIO}. Tune with "
+        f"`python benchmarks/solutions.py --only {name} --set {name}:STAGES=5` (see the configure_* functions).")
+
+
+def test_notebook_bar_is_below_solution(gemm) -> None:
+    """The notebook's graded MIN_RATIO must leave the solution a margin on this GPU."""
+    import re
+
+    import gemmlab
+
+    src = solution_cells.notebook_path(ASSIGNMENT).read_text()
+    min_ratio = float(re.search(r"MIN_RATIO = ([0-9.]+)", src).group(1))
+    name, fn = gemm
+    bar = gemmlab.performance_bar(fn, min_ratio)
+    assert bar.passed and bar.ratio >= min_ratio * 1.1, f"{name}: {bar}"

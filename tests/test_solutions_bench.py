@@ -1,0 +1,88 @@
+"""benchmarks/solutions.py without a GPU: arguments, the run plan, loading and skipping kernels,
+convention detection, the table, and the clear exit where there is no GPU."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_solutions", ROOT / "benchmarks" / "solutions.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module          # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_default_plan_covers_every_kernel_shape_and_dtype(bench) -> None:
+    kernels, shapes, dtypes = bench.plan(bench.parse_args([]))
+    assert [n for _, n in kernels] == ["gemm05_cpp", "gemm05_dsl", "gemm06_cpp", "gemm06_dsl"]
+    assert shapes == [(4096,) * 3, (8192,) * 3] and dtypes == ["float16", "bfloat16"]
+
+
+def test_quick_and_only(bench) -> None:
+    args = bench.parse_args(["--quick", "--only", "gemm06_cpp", "--only", "gemm05_dsl", "--out", "x"])
+    kernels, shapes, dtypes = bench.plan(args)
+    assert [n for _, n in kernels] == ["gemm05_dsl", "gemm06_cpp"]
+    assert shapes == [(4096,) * 3] and dtypes == ["float16"] and args.out == Path("x")
+
+
+def test_bad_arguments_are_refused(bench) -> None:
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--only", "gemm07_cpp"])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--set", "gemm06_cpp:STAGES"])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--set", "nope:STAGES=3"])
+    args = bench.parse_args(["--set", "gemm06_cpp:STAGES=5", "--set", "gemm06_cpp:BK=32", "--set", "gemm06_dsl:BN=128"])
+    assert args.overrides == {"gemm06_cpp": {"STAGES": 5, "BK": 32}, "gemm06_dsl": {"BN": 128}}
+
+
+def test_missing_assignment_or_cell_is_a_skip_reason(bench) -> None:
+    with pytest.raises(LookupError, match="no solutions notebook"):
+        bench.load_kernel("99_no_such_assignment", "gemm99_cpp")
+    with pytest.raises(LookupError, match="kernel:gemm06_nope"):
+        bench.load_kernel("06_pipelining", "gemm06_nope")
+
+
+def test_helper_cells_come_along_but_not_the_other_kernels(bench) -> None:
+    assert bench.tags_for("06_pipelining", "gemm06_cpp") == ["kernel:gemm06_cpp"]
+    assert bench.tags_for("06_pipelining", "gemm06_dsl") == ["kernel:gemm06_dsl"]
+
+
+def test_loads_06_kernels_and_applies_settings(bench) -> None:
+    fn, ns = bench.load_kernel("06_pipelining", "gemm06_cpp", {"STAGES": 3})
+    assert callable(fn) and ns["CPP_CONFIG"]["STAGES"] == 3
+    fn, ns = bench.load_kernel("06_pipelining", "gemm06_dsl", {"STAGES": 5, "BK": 64})
+    assert ns["STAGES"] == 5 and ns["BK"] == 64 and ns["gemm06_dsl"] is fn
+    assert bench.convention_of(fn, ns, "gemm06_dsl") == "tn"
+
+
+def test_convention_from_signature(bench) -> None:
+    assert bench.convention_of(lambda A, B, D: None, {}, "x") == "tn"
+    assert bench.convention_of(lambda A, B, C, alpha, beta: None, {}, "x") == "nn"
+    assert bench.convention_of(lambda A, B, D: None, {"CONVENTION": "nn"}, "x") == "nn"
+
+
+def test_markdown_table(bench) -> None:
+    ok = bench.KernelReport("gemm06_cpp", "06_pipelining", first_call_s=12.3, correct={"float16": True})
+    ok.rows.append(bench.Row("gemm06_cpp", (4096, 4096, 4096), "float16", 450.0, 690.0, 450 / 690))
+    skipped = bench.KernelReport("gemm05_dsl", "05_global_gemm", status="skipped", reason="no cell")
+    text = bench.markdown([ok, skipped], "GPU X")
+    assert "| gemm06_cpp | tn | 4096×4096×4096 | float16 | 450.0 | 690.0 | 0.652 | float16: yes | 12.3 s |" in text
+    assert "skipped: no cell" in text
+
+
+def test_without_gpu_exits_2_with_a_message(bench, capsys) -> None:
+    from gemmlab.gpu import has_gpu
+
+    if has_gpu():
+        pytest.skip("a GPU is present")
+    assert bench.main(["--quick"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().out
