@@ -74,23 +74,21 @@ def _events() -> tuple[Any, Any]:
 
 def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = None, rep_ms: float = 100.0,
               flush_l2: bool = True, timeout_s: float | None = None, what: str = "the GEMM",
-              graph: bool = False) -> list[float]:
+              gpu_only: bool = False) -> list[float]:
     """Milliseconds of each timed call of ``fn()`` on the current stream (L2 flushed before each).
 
-    ``graph=True`` times the GPU work alone: the calls are captured once into a CUDA graph and
-    replayed, so Python's launch overhead (tens of microseconds, about as long as a whole
-    large copy) is left out. It needs ``fn`` to launch only on torch's current stream and
-    not to synchronize; where capture fails, calls are timed directly. No L2 flush then.
+    ``gpu_only=True`` times the GPU work alone: batches of calls are queued behind a GPU sleep
+    long enough for Python to enqueue them, so Python's launch overhead (tens of microseconds,
+    about as long as a whole large copy) is left out. Each time is then a batch average,
+    with no L2 flush between calls.
     """
     import torch
 
     from . import kernel as _kernel
 
     timeout = _kernel.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
-    if graph:
-        graphed = _graph_timer(fn, timeout, what)
-        if graphed is not None:
-            return graphed(rep if rep is not None else 20)
+    if gpu_only:
+        return _gpu_only_timer(fn, timeout, what)(rep if rep is not None else 20)
     flush = None
     if flush_l2:
         l2 = _kernel._device_attrs(torch.cuda.current_device())["l2_bytes"]
@@ -122,34 +120,52 @@ def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = 
     return [s.elapsed_time(e) for s, e in pairs]
 
 
-def _graph_timer(fn: Callable[[], Any], timeout: float, what: str,
-                 calls: int = 10) -> Callable[[int], list[float]] | None:
-    """A function timing ``rep`` replays of ``calls`` captured calls of ``fn``; None if ``fn``
-    cannot be captured (it synchronizes, allocates, or uses another stream)."""
+_SLEEP_CYCLES_PER_MS: dict[int, float] = {}
+
+
+def _sleep_cycles_per_ms() -> float:
+    """GPU clock cycles of ``torch.cuda._sleep`` per millisecond on this device (measured once)."""
+    import torch
+
+    dev = torch.cuda.current_device()
+    if dev not in _SLEEP_CYCLES_PER_MS:
+        start, end = _events()
+        torch.cuda._sleep(1000)  # warm-up
+        start.record()
+        torch.cuda._sleep(2_000_000)
+        end.record()
+        end.synchronize()
+        _SLEEP_CYCLES_PER_MS[dev] = 2_000_000 / max(start.elapsed_time(end), 1e-3)
+    return _SLEEP_CYCLES_PER_MS[dev]
+
+
+def _gpu_only_timer(fn: Callable[[], Any], timeout: float, what: str,
+                    calls: int = 10) -> Callable[[int], list[float]]:
+    """A function timing ``rep`` batches of ``calls`` back-to-back calls of ``fn``, each batch
+    queued behind a GPU sleep long enough for Python to enqueue the whole batch, so the GPU
+    never waits for the host and launch overhead drops out of the time."""
+    import time
+
     import torch
 
     from . import kernel as _kernel
 
-    fn()  # first call outside the capture: loads modules, compiles, allocates workspaces
+    fn()  # first call: loads modules, compiles, allocates workspaces
     _kernel.synchronize(timeout_s=timeout, what=what)
-    g = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    try:
-        with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
-            for _ in range(calls):
-                fn()
-    except Exception:  # not capturable: the caller times plain calls instead
-        torch.cuda.synchronize()
-        return None
-    torch.cuda.current_stream().wait_stream(side)
+    t0 = time.perf_counter()
+    for _ in range(3):
+        fn()
+    host_ms = (time.perf_counter() - t0) / 3 * 1e3
+    _kernel.synchronize(timeout_s=timeout, what=what)
+    cycles = int(_sleep_cycles_per_ms() * (2.0 * calls * host_ms + 0.2))
 
     def run(rep: int) -> list[float]:
-        g.replay()  # warm-up replay
         pairs = [_events() for _ in range(max(1, rep))]
         for s, e in pairs:
+            torch.cuda._sleep(cycles)
             s.record()
-            g.replay()
+            for _ in range(calls):
+                fn()
             e.record()
         _kernel.synchronize(timeout_s=timeout, what=what)
         return [s.elapsed_time(e) / calls for s, e in pairs]

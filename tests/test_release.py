@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -58,9 +59,18 @@ def _run_solutions(assignment: str) -> None:
     try:
         for path in notebooks:
             nb = nbformat.read(path, as_version=4)
-            client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                                    resources={"metadata": {"path": str(path.parent)}})
+            started: dict[int, float] = {}
+            took: list[tuple[float, int]] = []
+            client = NotebookClient(
+                nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                resources={"metadata": {"path": str(path.parent)}},
+                on_cell_start=lambda cell, cell_index, **_: started.__setitem__(cell_index, time.perf_counter()),
+                on_cell_executed=lambda cell, cell_index, **_: took.append(
+                    (time.perf_counter() - started[cell_index], cell_index)))
+            t0 = time.perf_counter()
             client.execute()  # raises CellExecutionError naming the failing cell
+            slowest = ", ".join(f"cell {i}: {t:.1f} s" for t, i in sorted(took, reverse=True)[:4])
+            print(f"{path.name}: {time.perf_counter() - t0:.1f} s in all; slowest {slowest}")
             for cell in nb.cells:
                 meta = cell.metadata.get("nbgrader", {})
                 if cell.cell_type == "code" and meta.get("grade"):
