@@ -36,6 +36,12 @@ KERNELS = [
     ("06_pipelining", "gemm06_cpp"),
     ("06_pipelining", "gemm06_dsl"),
 ]
+#: Notebooks whose cell defines a kernel source / jit function plus a factory that makes the GEMM
+#: function from it: name -> (factory, argument), both looked up in the cell's namespace.
+FACTORIES = {
+    "gemm05_cpp": ("cpp_gemm_from", "GEMM05_CPP"),
+    "gemm05_dsl": ("dsl_gemm_from", "gemm05_dsl"),
+}
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 DTYPES = ["float16", "bfloat16"]
 #: Odd, tiny, skinny and unaligned shapes every solution must get right.
@@ -138,7 +144,11 @@ def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = N
             raise LookupError(f"the cell of {name} defines no configure_{name.rsplit('_', 1)[-1]}(**changes) "
                               "to apply --set")
         configure(**overrides)
-    fn = ns.get(name)
+    factory, arg = FACTORIES.get(name, (None, None))
+    if factory and callable(ns.get(factory)) and arg in ns:
+        fn = ns[factory](ns[arg])          # e.g. notebook 05: cpp_gemm_from(GEMM05_CPP)
+    else:
+        fn = ns.get(name)
     if not callable(fn):
         raise LookupError(f"the cell tagged kernel:{name} does not define a callable {name!r}")
     return fn, ns
@@ -157,7 +167,7 @@ def convention_of(fn, ns: dict, name: str) -> str:
     else:
         try:
             count = len([p for p in inspect.signature(fn).parameters.values()
-                         if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD])
+                         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
         except (TypeError, ValueError):
             count = 3
     return "nn" if count >= 5 else "tn"

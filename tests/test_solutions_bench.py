@@ -67,6 +67,7 @@ def test_loads_06_kernels_and_applies_settings(bench) -> None:
 def test_convention_from_signature(bench) -> None:
     assert bench.convention_of(lambda A, B, D: None, {}, "x") == "tn"
     assert bench.convention_of(lambda A, B, C, alpha, beta: None, {}, "x") == "nn"
+    assert bench.convention_of(lambda A, B, C, alpha=1.0, beta=0.0: None, {}, "x") == "nn"
     assert bench.convention_of(lambda A, B, D: None, {"CONVENTION": "nn"}, "x") == "nn"
 
 
