@@ -92,6 +92,30 @@ def test_odd_sizes_share_one_compile_per_alignment() -> None:
     assert first.kernel_name == again.kernel_name
 
 
+def _align(t: torch.Tensor) -> int:
+    return convert.tensor_sig(t, 0, convert.Param("X", False, False), False).align
+
+
+@pytest.mark.parametrize("shape, expected", [
+    ((1, 255), 2), ((1, 1), 2), ((255, 1), 2), ((1, 260), 8), ((1, 256), 16), ((2, 255), 2), ((3, 256), 16),
+])
+def test_alignment_covers_the_row_length_of_one_row_tensors(shape, expected) -> None:
+    # A kernel may move align-byte vectors along a row, predicated on the vector's first element:
+    # with one row there is no pitch to bound the row length, so the length itself must.
+    t = torch.empty(*shape, dtype=torch.float16)
+    assert t.data_ptr() % 16 == 0
+    assert _align(t) == expected, f"{shape}: a {_align(t)}-byte vector would run past the row end"
+    assert _align(t.T) == expected  # the same storage, other majorness
+
+
+def test_one_row_problem_reuses_the_narrow_variant_of_its_extents() -> None:
+    # 1 x 255 x 513 has no 16-byte row anywhere: it must share the 2-byte variant of odd shapes,
+    # never get (or reuse) a 16-byte one.
+    dsl.compile(simple_gemm.gemm, *tn(1000, 1001, 999), arch="sm_80")
+    assert dsl.compile(simple_gemm.gemm, *tn(1, 255, 513), arch="sm_80").cached
+    assert dsl.compile(simple_gemm.gemm, *tn(1, 1, 1), arch="sm_80").cached
+
+
 def test_rerun_cell_with_same_source_hits_and_edit_misses(tmp_path: Path) -> None:
     source = (KERNELS / "simple_gemm.py").read_text()
     (tmp_path / "cell_a.py").write_text(source)

@@ -30,7 +30,7 @@ class TensorSig:
     rank: int
     leading: int  # the stride-1 mode ("majorness")
     order: tuple[int, ...]  # stride order, innermost = 0 (torch's dim order reversed)
-    align: int  # bytes the base pointer and every row pitch are divisible by
+    align: int  # bytes the base pointer, every row pitch and the row length are divisible by
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,9 @@ def tensor_sig(t: Any, index: int, param: Param, need_cuda: bool) -> TensorSig:
     leading = t.dim() - 1 if strides[-1] == 1 else ones[-1]
     esize = t.element_size()
     pitch_bytes = [strides[d] * esize for d in range(t.dim()) if d != leading and sizes[d] > 1]
+    # The row length too: then align-byte vectors tile every row exactly. With two rows or more
+    # the pitch already says so; a one-row tensor (M == 1) has no pitch that would.
+    pitch_bytes.append(sizes[leading] * esize)
     ptr = t.data_ptr()
     if ptr % esize:
         raise LaunchError(f"{label} starts at address {ptr:#x}, not a multiple of its element size "
@@ -194,7 +197,7 @@ def signature(bound: Sequence[tuple[Param, Any]], need_cuda: bool,
                                   f"use {param.name}{fix}.")
             if min_align and sig.align < min_align:
                 raise LaunchError(
-                    f"{_label(index, param)} is only {sig.align}-byte aligned (its start or its row pitch), but this "
+                    f"{_label(index, param)} is only {sig.align}-byte aligned (its start, row pitch or row length), but this "
                     f"kernel needs {min_align}-byte alignment for its vector loads: make the contiguous dimension a "
                     f"multiple of {min_align // value.element_size()} elements, or pad the tensor."
                 )
