@@ -43,7 +43,9 @@ def test_solution_on_unaligned_and_long_k_shapes(gemm) -> None:
 
     name, fn = gemm
     shapes = [(1, 4096, 7), (129, 3, 515), (640, 384, 4096), (4095, 4097, 4096), (257, 1000, 4104),
-              (1024, 1024, 8), (130, 260, 36)]
+              (1024, 1024, 8), (130, 260, 36),
+              # one row or one column: no pitch limits the vector width, the row length must
+              (1, 255, 4104), (1, 256, 512), (1, 1, 4096), (300, 1, 4104), (1, 260, 36), (2, 255, 513)]
     result = gemmlab.check_gemm(fn, shapes=shapes)
     assert result.passed, f"{name}:\n{result}"
 

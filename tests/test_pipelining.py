@@ -144,6 +144,9 @@ def _tn(M, N, K, dtype=torch.float16):
     ((512, 512, 256), torch.bfloat16, True),
     ((1000, 1001, 999), torch.float16, False),   # 2-byte rows: element copies, element stores
     ((129, 257, 68), torch.bfloat16, False),     # 8-byte rows: 64-bit cp.async
+    ((1, 255, 513), torch.float16, False),       # one row: its odd length, not a pitch, sets the width
+    ((1, 1, 1), torch.bfloat16, False),
+    ((1, 256, 512), torch.bfloat16, True),       # one row of whole 16-byte vectors
 ])
 def test_dsl_solution_compiles_for_sm90a(dsl_ns: dict, shape, dtype, vector_copies: bool) -> None:
     import gemmlab
@@ -158,6 +161,8 @@ def test_dsl_solution_compiles_for_sm90a(dsl_ns: dict, shape, dtype, vector_copi
     assert re.search(rf"cp\.async\.wait_group\s+{cfg['STAGES'] - 2};", ptx), "the main loop waits for STAGES-2 pending groups"
     if vector_copies:
         assert "cp.async.cg.shared.global" in ptx and "st.global.v4" in ptx
+    else:  # a 16-byte vector would cross the end of a row
+        assert "cp.async.cg.shared.global" not in ptx and "st.global.v4" not in ptx
     assert res.max_threads_per_block >= 32 * cfg["WARPS_M"] * cfg["WARPS_N"]
 
 
