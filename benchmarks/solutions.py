@@ -36,12 +36,6 @@ KERNELS = [
     ("06_pipelining", "gemm06_cpp"),
     ("06_pipelining", "gemm06_dsl"),
 ]
-#: Notebooks whose cell defines a kernel source / jit function plus a factory that makes the GEMM
-#: function from it: name -> (factory, argument), both looked up in the cell's namespace.
-FACTORIES = {
-    "gemm05_cpp": ("cpp_gemm_from", "GEMM05_CPP"),
-    "gemm05_dsl": ("dsl_gemm_from", "gemm05_dsl"),
-}
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 DTYPES = ["float16", "bfloat16"]
 #: Odd, tiny, skinny and unaligned shapes every solution must get right.
@@ -144,11 +138,9 @@ def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = N
             raise LookupError(f"the cell of {name} defines no configure_{name.rsplit('_', 1)[-1]}(**changes) "
                               "to apply --set")
         configure(**overrides)
-    factory, arg = FACTORIES.get(name, (None, None))
-    if factory and callable(ns.get(factory)) and arg in ns:
-        fn = ns[factory](ns[arg])          # e.g. notebook 05: cpp_gemm_from(GEMM05_CPP)
-    else:
-        fn = ns.get(name)
+    # The cell defines the GEMM function itself (notebook 05 builds it with cpp_gemm_from/dsl_gemm_from);
+    # wrapping it again would hand the finished 5-argument function to a factory that expects a kernel.
+    fn = ns.get(name)
     if not callable(fn):
         raise LookupError(f"the cell tagged kernel:{name} does not define a callable {name!r}")
     return fn, ns

@@ -87,3 +87,19 @@ def test_without_gpu_exits_2_with_a_message(bench, capsys) -> None:
         pytest.skip("a GPU is present")
     assert bench.main(["--quick"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out
+
+
+def test_05_kernels_are_the_cells_gemm_functions_and_the_dsl_one_compiles(bench) -> None:
+    # The benchmark must call what the cell defines, not wrap it again (wrapping gemm05_dsl in
+    # dsl_gemm_from made its first call pass 6 arguments to a 5-argument function).
+    import torch
+
+    for name in ("gemm05_cpp", "gemm05_dsl"):
+        fn, ns = bench.load_kernel("05_global_gemm", name)
+        assert fn is ns[name] and bench.convention_of(fn, ns, name) == "nn"
+    # What fn(A, B, D, 1.0, 0.0) compiles on the benchmark's first call, without a GPU.
+    A, B, D = (torch.empty(256, 256, dtype=torch.float16) for _ in range(3))
+    kernel = fn.kernel
+    kernel.arch = "sm_90a"
+    kernel.compile_for(A, B, D, 1.0, 0.0, ns["load_vector_elems"](A, B))
+    assert "mma.sync.aligned.m16n8k16" in kernel.ptx
