@@ -169,13 +169,14 @@ def test_dsl_solution_compiles_for_sm90a(dsl_ns: dict, shape, dtype, vector_copi
 def test_dsl_configure_changes_the_kernel(dsl_ns: dict) -> None:
     import gemmlab
 
+    before = dict(dsl_ns["DSL_CONFIG"])
     try:
-        dsl_ns["configure_dsl"](STAGES=3, BN=128, WARPS_N=2)
+        dsl_ns["configure_dsl"](STAGES=4, BK=32, BN=128, WARPS_N=2)
         k = gemmlab.dsl.compile(dsl_ns["gemm06_dsl_jit"], *_tn(256, 256, 128), arch="sm_90a")
-        assert re.search(r"cp\.async\.wait_group\s+1;", k.ptx)
+        assert re.search(r"cp\.async\.wait_group\s+2;", k.ptx)
         assert dsl_ns["THREADS"] == 128 and k.resources.max_threads_per_block >= 128
     finally:
-        dsl_ns["configure_dsl"](STAGES=4, BN=256, WARPS_N=4)
+        dsl_ns["configure_dsl"](**before)
     assert dsl_ns["THREADS"] == 256
 
 
