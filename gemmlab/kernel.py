@@ -15,6 +15,7 @@ import html
 import math
 import numbers
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -174,7 +175,24 @@ def _arg_label(index: int, param: Any) -> str:
     return f"argument {index + 1} ('{param.name}') is `{param.ctype}`"
 
 
-def _pack_pointer(index: int, param: Any, value: Any, device: Any) -> bytes:
+#: Parameter names that give a row pitch ("leading dimension"): lda, ldb, ld_c, stride_a, pitch...
+_PITCH_NAME = re.compile(r"^ld(_?[a-z0-9]*)?$|(^|_)ld$|stride|pitch", re.IGNORECASE)
+
+
+def _rows_padded(value: Any) -> bool:
+    """Row-major with padding between rows: last dim contiguous, every other stride at least
+    the extent it steps over (torch.randn(M, K + pad)[:, :K] is one)."""
+    if value.dim() < 2 or value.stride(-1) != 1:
+        return False
+    span = value.shape[-1]
+    for size, stride in zip(reversed(value.shape[:-1]), reversed(value.stride()[:-1])):
+        if stride < span:
+            return False
+        span = stride * size
+    return True
+
+
+def _pack_pointer(index: int, param: Any, value: Any, device: Any, takes_pitch: bool = False) -> bytes:
     import torch
 
     label = _arg_label(index, param)
@@ -204,11 +222,13 @@ def _pack_pointer(index: int, param: Any, value: Any, device: Any) -> bytes:
         raise LaunchError(
             f"{label} ({want}) but you passed a {got} tensor: use {param.name}{hint}."
         )
-    if not value.is_contiguous():
+    if not value.is_contiguous() and not (takes_pitch and _rows_padded(value)):
+        pitch_note = ("" if takes_pitch else " (rows padded apart are accepted only by a kernel that takes "
+                      "their pitch, a parameter named like lda or stride_a)")
         raise LaunchError(
             f"{label} but the tensor you passed is not contiguous (shape {tuple(value.shape)}, strides "
             f"{tuple(value.stride())}; e.g. a transpose or a slice): the kernel indexes it as a dense "
-            f"row-major array — pass {param.name}.contiguous()."
+            f"row-major array{pitch_note} — pass {param.name}.contiguous()."
         )
     return struct.pack("<Q", value.data_ptr())
 
@@ -324,9 +344,10 @@ def bind_arguments(params: Sequence[Any], args: Sequence[Any], device: Any = Non
             f"passed {len(args)}; its signature is {signature_text(name, params)}."
         )
     values = []
+    takes_pitch = any(p.kind == "scalar" and _PITCH_NAME.search(p.name or "") for p in params)
     for index, (param, value) in enumerate(zip(params, args)):
         if param.kind == "pointer":
-            values.append(_pack_pointer(index, param, value, device))
+            values.append(_pack_pointer(index, param, value, device, takes_pitch))
         elif param.kind == "scalar":
             values.append(_pack_scalar(index, param, value))
         elif param.kind == "struct":

@@ -233,6 +233,19 @@ def test_non_contiguous_tensor() -> None:
         dsl.compile(simple_gemm.gemm, A[:, ::2], B[:, :64], D, arch="sm_90a")
 
 
+def test_padded_rows_are_accepted_and_overlaps_are_not() -> None:
+    import torch
+
+    param = convert.Param("A", False, False)
+    padded = torch.zeros(300, 136, dtype=torch.float16)[:, :131]  # rows 136 elements apart
+    sig = convert.tensor_sig(padded, 0, param, False)
+    assert sig.leading == 1 and sig.align == 2  # 131 halves per row: only 2-byte vectors fit
+    assert convert.tensor_sig(torch.zeros(64, 72, dtype=torch.float16)[:, :64], 0, param, False).align == 16
+    for bad in (torch.zeros(8, 1, dtype=torch.float16).expand(8, 4), torch.zeros(64, 64)[:, ::2]):
+        with pytest.raises(LaunchError, match="not contiguous"):
+            convert.tensor_sig(bad, 0, param, False)
+
+
 def test_transposed_tensor_is_another_majorness_not_an_error() -> None:
     A, B, D = tn(64, 48, 32)
     sig = convert.tensor_sig(A.t(), 0, convert.Param("A", False, False), False)

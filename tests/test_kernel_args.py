@@ -118,6 +118,23 @@ def test_non_contiguous_and_non_tensor_pointers():
         bind_arguments(params(GEMM_SRC, "gemm"), (A.data_ptr(), B, D, 8, 8, 8), device=CPU)
 
 
+PITCHED_SRC = """
+__global__ void gemm_ld(const half* A, const half* B, half* C, int M, int N, int K, int lda, int ldb, int ldc) {}
+"""
+
+
+def test_padded_rows_need_a_pitch_parameter():
+    A = torch.zeros(8, 12, dtype=torch.half)[:, :8]  # rows 12 apart, 8 used
+    B, C = torch.zeros(8, 8, dtype=torch.half), torch.zeros(8, 8, dtype=torch.half)
+    with pytest.raises(LaunchError, match=r"not contiguous.*only by a kernel that takes their pitch"):
+        bind_arguments(params(GEMM_SRC, "gemm"), (A, B, C, 8, 8, 8), device=CPU)
+    packed = bind_arguments(params(PITCHED_SRC, "gemm_ld"), (A, B, C, 8, 8, 8, 12, 8, 8), device=CPU)
+    assert packed is not None
+    for bad in (A.T, torch.zeros(8, 16, dtype=torch.half)[:, ::2], torch.zeros(4, 8, dtype=torch.half).expand(2, 4, 8)):
+        with pytest.raises(LaunchError, match="not contiguous"):  # transposed, strided, overlapping rows
+            bind_arguments(params(PITCHED_SRC, "gemm_ld"), (bad, B, C, 8, 8, 8, 12, 8, 8), device=CPU)
+
+
 def test_scalar_errors():
     A, B, D = half_tensors()
     ps = params(GEMM_SRC, "gemm")

@@ -175,6 +175,7 @@ PY="${{PYTHON:-python3}}"
 "$PY" -m pip install --no-index --no-deps --target "$TARGET" "$HERE"/*.whl
 echo "Installed into $TARGET. Use it with:"
 echo "  export PYTHONPATH=$TARGET:$TARGET/nvidia_cutlass_dsl/dsl_packages:\\${{PYTHONPATH:-}}"
+echo "  export PATH=$TARGET/bin:\\$PATH   # console scripts (nbgrader needs alembic)"
 """
 
 

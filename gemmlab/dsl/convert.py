@@ -128,18 +128,19 @@ def tensor_sig(t: Any, index: int, param: Param, need_cuda: bool) -> TensorSig:
         raise LaunchError(f"{label} is a 0-d tensor: pass a Python number instead ({param.name}.item()).")
     strides, sizes = t.stride(), t.shape
     ones = [d for d in range(t.dim()) if strides[d] == 1]
-    # Dense = some permutation of a contiguous tensor (a transposed view is fine: it is
-    # just the other majorness). Anything else (slices with gaps, expand) is not.
+    # One mode of stride 1 and no two elements sharing memory: a transposed view (the other
+    # majorness) and rows padded apart (torch.randn(M, K + 8)[:, :K]) are fine, because the
+    # kernel gets the strides in its layout. Expanded (stride 0) or overlapping views are not.
     order_desc = sorted(range(t.dim()), key=lambda d: (strides[d], sizes[d]), reverse=True)
-    expected, dense = 1, True
+    span, disjoint = 1, True
     for d in reversed(order_desc):
-        if sizes[d] != 1 and strides[d] != expected:
-            dense = False
-        expected *= sizes[d]
-    if not ones or not dense:
+        if sizes[d] != 1 and strides[d] < span:
+            disjoint = False
+        span = max(span, strides[d] * sizes[d]) if sizes[d] != 1 else span
+    if not ones or not disjoint:
         raise LaunchError(
-            f"{label} is not contiguous (shape {tuple(sizes)}, strides {tuple(strides)}): the kernel indexes "
-            f"a dense tensor. Pass {param.name}.contiguous()."
+            f"{label} is not contiguous (shape {tuple(sizes)}, strides {tuple(strides)}): the kernel needs "
+            f"one dimension of stride 1 and no element stored twice. Pass {param.name}.contiguous()."
         )
     leading = t.dim() - 1 if strides[-1] == 1 else ones[-1]
     esize = t.element_size()
