@@ -74,13 +74,13 @@ def _events() -> tuple[Any, Any]:
 
 def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = None, rep_ms: float = 100.0,
               flush_l2: bool = True, timeout_s: float | None = None, what: str = "the GEMM",
-              gpu_only: bool = False) -> list[float]:
+              gpu_only: bool = False, before_each: Callable[[], Any] | None = None) -> list[float]:
     """Milliseconds of each timed call of ``fn()`` on the current stream (L2 flushed before each).
 
     ``gpu_only=True`` times the GPU work alone: batches of calls are queued behind a GPU sleep
     long enough for Python to enqueue them, so Python's launch overhead (tens of microseconds,
     about as long as a whole large copy) is left out. Each time is then a batch average,
-    with no L2 flush between calls.
+    with no L2 flush between calls. ``before_each`` runs before every timed call, outside the timing.
     """
     import torch
 
@@ -113,6 +113,8 @@ def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = 
     for s, e in pairs:
         if flush is not None:
             flush.zero_()
+        if before_each is not None:
+            before_each()
         s.record()
         fn()
         e.record()
@@ -190,14 +192,77 @@ def _cublas_fn(convention: str, A: Any, B: Any, out: Any, alpha: float, beta: fl
     return lambda: out.copy_(torch.addmm(out.to(A.dtype), A, B, beta=beta, alpha=alpha))
 
 
+class BenchIntegrityError(GemmlabError):
+    """The timed calls were not honest work of the kernel (cached, unfinished, wrong or a library GEMM)."""
+
+
+def _nudger(A: Any) -> Callable[[], None]:
+    """A function that gives one random element of ``A`` a new value (so no two calls see equal inputs)."""
+    import random
+
+    import torch
+
+    flat = A.view(-1)
+
+    def nudge() -> None:
+        flat[random.randrange(flat.numel())] = torch.randn(()).item()
+
+    return nudge
+
+
+def _verify_once(yours: Callable[[], Any], A: Any, B: Any, out: Any, convention: str, alpha: float, beta: float,
+                 timeout_s: float | None, label: str) -> None:
+    """New input values in the same buffers, a poisoned output, one call: finished on the current
+    stream when it returns, and right (fp32 cuBLAS reference, loose tolerance)."""
+    import torch
+
+    from . import kernel as _kernel
+
+    A.copy_(torch.randn_like(A, dtype=torch.float32))
+    B.copy_(torch.randn_like(B, dtype=torch.float32))
+    if convention == "tn":
+        out.fill_(float("nan"))
+        expect = A.float() @ B.float().T
+    else:
+        out.copy_(torch.randn_like(out, dtype=torch.float32))
+        expect = alpha * (A.float() @ B.float()) + beta * out.float()
+    torch.cuda.synchronize()
+    from .check import library_guard, library_message
+
+    with library_guard(True) as used:
+        yours()
+    on_return = out.clone()
+    _kernel.synchronize(timeout_s=_kernel.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, what=label)
+    torch.cuda.synchronize()
+    if used:
+        raise BenchIntegrityError(library_message(used))
+    got = out.float()
+    if not torch.equal(on_return.float().nan_to_num(7.0), got.nan_to_num(7.0)):
+        raise BenchIntegrityError(
+            f"{label}: the output changed after the function returned, so the timing missed part of the work "
+            "(another stream, or work left running): launch on torch's current stream")
+    err = float((got - expect).norm() / expect.norm().clamp_min(1e-30))
+    if not err <= 2e-2:
+        raise BenchIntegrityError(
+            f"{label}: after new values were written into the same input buffers, one call gave a relative error "
+            f"of {err:.2e}: results must be computed from the inputs on every call, not cached or hard-coded "
+            "(run check_gemm first)")
+
+
 def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096, 4096), convention: str = "tn",
                dtype: Any = None, out_dtype: Any = None, warmup_ms: float = 25.0, rep: int | None = None,
                rep_ms: float = 100.0, flush_l2: bool = True, alpha: float = 1.0, beta: float = 0.0,
-               label: str = "your kernel", timeout_s: float | None = None) -> BenchResult:
+               label: str = "your kernel", timeout_s: float | None = None, verify: bool | None = None) -> BenchResult:
     """Median time and TFLOPS (2·M·N·K / t) of ``fn`` and of cuBLAS on the same problem.
 
     ``fn`` follows gemmlab's conventions: ``fn(A, B, D)`` for "tn", ``fn(A, B, C, alpha, beta)``
     for "nn". Run :func:`gemmlab.check_gemm` first: a fast wrong kernel is not fast.
+
+    ``verify`` (default: on in the course's grader, ``GEMMLAB_GRADING=1``) defeats the known
+    benchmark cheats: one input element changes before every timed call (so results cannot be
+    cached), library GEMMs inside the timed calls fail, and afterwards the inputs get new values
+    in place, the output is poisoned and one call must produce the right result on torch's current
+    stream by the time it returns. A failure raises :class:`BenchIntegrityError`.
     """
     require_gpu("bench_gemm")
     import torch
@@ -221,7 +286,16 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
             yours = lambda: fn(A, B, out)  # noqa: E731
         else:
             yours = lambda: fn(A, B, out, alpha, beta)  # noqa: E731
-        times = time_cuda(yours, warmup_ms, rep, rep_ms, flush_l2, timeout_s, what=f"{label} at {M}×{N}×{K}")
+        from .check import grading_mode, library_guard, library_message
+
+        check = grading_mode() if verify is None else bool(verify)
+        with library_guard(check) as used:
+            times = time_cuda(yours, warmup_ms, rep, rep_ms, flush_l2, timeout_s, what=f"{label} at {M}×{N}×{K}",
+                              before_each=_nudger(A) if check else None)
+        if used:
+            raise BenchIntegrityError(library_message(used))
+        if check:
+            _verify_once(yours, A, B, out, convention, alpha, beta, timeout_s, label)
         cublas = _cublas_fn(convention, A, B, ref_out, alpha, beta)
         ctimes = time_cuda(cublas, warmup_ms, rep, rep_ms, flush_l2, timeout_s, what="cuBLAS")
     except torch.cuda.OutOfMemoryError:
@@ -238,4 +312,4 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
                        ms, tflops, cms, ctflops, tflops / ctflops, torch.cuda.get_device_name(dev), len(times), label)
 
 
-__all__ = ["BenchResult", "bench_gemm", "time_cuda"]
+__all__ = ["BenchIntegrityError", "BenchResult", "bench_gemm", "time_cuda"]

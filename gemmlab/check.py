@@ -13,6 +13,7 @@ import base64
 import html
 import io
 import math
+import os
 import secrets
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,6 +46,58 @@ _TOLERANCES = {"float32": (1e-4, 1e-4, 1e-4), "float16": (1e-3, 2e-3, 2e-3), "bf
 _GUARD_BYTES = 64 * 1024
 _SENTINEL = {2: 0x5A5A, 4: 0x5A5A5A5A}          # guard zones: a finite, unlikely value
 _POISON = {"float16": 0x7D5A, "bfloat16": 0x7FA5, "float32": 0x7FA5A5A5}  # a NaN with a marked payload
+
+
+#: torch operators that compute a matrix product (or a convolution that can stand in for one).
+LIBRARY_GEMMS = frozenset({
+    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_mm", "_int_mm", "mv", "addmv",
+    "dot", "vdot", "inner", "einsum", "tensordot", "chain_matmul", "linalg_multi_dot", "_addmm_activation",
+    "convolution", "_convolution", "cudnn_convolution", "conv1d", "conv2d", "conv3d", "_mm_dtype",
+})
+
+
+def grading_mode() -> bool:
+    """True inside the course's grader (``GEMMLAB_GRADING=1``): checked calls must be the student's kernel."""
+    return os.environ.get("GEMMLAB_GRADING") == "1"
+
+
+@contextmanager
+def library_guard(enabled: bool = True) -> Iterator[list[str]]:
+    """Record the library GEMMs (and device-to-host copies) torch runs inside the block.
+
+    Yields a list that fills with what was seen, e.g. ``["aten::mm"]``. The torch operators are
+    watched through a ``TorchDispatchMode``; libraries called around torch (cuBLAS through
+    ctypes, CuPy) are not seen (docs/THREAT_MODEL.md).
+    """
+    seen: list[str] = []
+    if not enabled:
+        yield seen
+        return
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Watch(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            name = func._schema.name.split("::")[-1]
+            if name in LIBRARY_GEMMS:
+                seen.append(f"aten::{name}")
+            elif name in ("_to_copy", "copy_", "_copy_from"):
+                src = args[1] if name != "_to_copy" and len(args) > 1 else args[0] if args else None
+                dst = args[0] if name != "_to_copy" else None
+                to_cpu = (kwargs.get("device") is not None and str(kwargs["device"]).startswith("cpu")) \
+                    if name == "_to_copy" else getattr(getattr(dst, "device", None), "type", "") == "cpu"
+                if getattr(getattr(src, "device", None), "type", "") == "cuda" and to_cpu:
+                    seen.append("a copy to the host")
+            return func(*args, **kwargs)
+
+    with _Watch():
+        yield seen
+
+
+def library_message(seen: list[str]) -> str:
+    names = ", ".join(sorted(set(seen)))
+    return (f"your function used {names} instead of computing the product in your own kernel: "
+            "graded checks time and verify your kernel, not torch's or cuBLAS's GEMM")
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -345,7 +398,8 @@ def _classify(shape: Shape, tile: tuple[int, int], n_unwritten: int, unwritten_w
 def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None, out_dtype: Any = None,
                shapes: Any = None, alpha: float = 1.0, beta: float | None = None,
                tile: tuple[int, int] = (128, 128), atol: float | None = None, rtol: float | None = None,
-               seed: int | None = None, device: str = "cuda", timeout_s: float | None = None) -> CheckResult:
+               seed: int | None = None, device: str = "cuda", timeout_s: float | None = None,
+               forbid_library: bool | None = None) -> CheckResult:
     """Check ``fn`` against a float64 torch reference over a shape suite.
 
     ``convention="tn"``: ``fn(A, B, D)`` computes D = A·Bᵀ (A M×K, B N×K, D M×N, all row-major).
@@ -353,7 +407,9 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     ``beta`` defaults to 0.5 there so that reading C is tested.
     ``shapes``: a suite name (``"default"``, ``"aligned"``, ``"odd"``, ``"large"``) or a list
     of (M, N, K). ``tile`` only shapes the failure heatmap. ``device="cpu"`` runs plain-torch
-    functions without a GPU.
+    functions without a GPU. ``forbid_library`` (default: on in the course's grader, see
+    :func:`grading_mode`) fails a shape whose call ran a library GEMM (torch.matmul, cuBLAS
+    through torch...) or copied the inputs to the host.
     """
     import torch
 
@@ -378,11 +434,12 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     seed = secrets.randbits(62) if seed is None else int(seed)
     gen = torch.Generator(device=dev)
     gen.manual_seed(seed)
+    forbid = grading_mode() if forbid_library is None else bool(forbid_library)
     rows = []
     for shape in _suite(shapes):
         try:
             rows.append(_check_one(fn, shape, convention, dtype, out_dtype, float(alpha), float(beta), tile,
-                                   atol, rtol, gen, dev, timeout))
+                                   atol, rtol, gen, dev, timeout, forbid))
         except (ContextLostError, KernelTimeoutError):
             raise
         except GemmlabError as exc:  # a rejected launch for this shape: record it, keep going
@@ -397,7 +454,7 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
 
 def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any, out_dtype: Any, alpha: float,
                beta: float, tile: tuple[int, int], atol: float | None, rtol: float | None, gen: Any, dev: Any,
-               timeout: float) -> Row:
+               timeout: float, forbid: bool = False) -> Row:
     import torch
 
     from . import kernel as _kernel
@@ -421,9 +478,21 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
         c_bits_in = out_bits.clone()
         args = (a.tensor, b.tensor, out.tensor, alpha, beta)
 
-    returned = fn(*args)
+    with library_guard(forbid) as used:
+        returned = fn(*args)
+    late = 0
     if dev.type == "cuda":
+        # What torch's current stream holds when fn returns must be the final result: work left
+        # running on another stream would escape bench_gemm's timing.
+        on_return = out.bits.clone()
         _kernel.synchronize(timeout_s=timeout, what=f"the GEMM at M×N×K={M}×{N}×{K}")
+        torch.cuda.synchronize()
+        late = int((on_return != out.bits).sum())
+    if used or late:
+        msg = library_message(used) if used else (
+            f"{_n(late, 'element')} of the output changed after your function returned: work still ran on "
+            "another stream; launch on torch's current stream (torch.cuda.current_stream())")
+        return Row(shape, False, math.nan, None, M * N, True, True, msg)
 
     with _exact_reference():
         a64, b64 = a.tensor.double(), b.tensor.double()

@@ -1,0 +1,1 @@
+"""The grading harness: one module per job (see docs/DESIGN.md, "autograder")."""

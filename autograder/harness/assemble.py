@@ -1,0 +1,128 @@
+"""Build the notebook that is actually run from the instructor's source and the student's copy.
+
+The student's notebook is evidence of their answers, nothing more. What runs is the
+instructor's notebook (``solutions/``: locked cells, visible and hidden tests, metadata, order)
+with only these parts taken from the student:
+
+- the source of each answer cell (nbgrader ``solution: true``), matched by ``grade_id``; a
+  missing answer cell runs as released (``# YOUR CODE HERE``);
+- cells the student added (no nbgrader metadata in the release), kept after the instructor
+  cell they followed, with every tag and metadata removed.
+
+So test cells cannot be edited, deleted, moved, skipped (no ``skip-execution`` or other tag
+survives) or re-pointed (a student cell claiming a test's ``grade_id`` or points is just an
+extra cell), and solutions never leak in (answer cells come from the student or the release).
+Every difference from the release in a locked cell is reported by grade_id.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import nbformat
+from nbgrader.utils import compute_checksum
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def grade_id(cell) -> str:
+    return _meta(cell).get("grade_id", "")
+
+
+def is_answer(cell) -> bool:
+    return bool(_meta(cell).get("solution")) and not _meta(cell).get("locked")
+
+
+def is_graded(cell) -> bool:
+    return bool(_meta(cell).get("grade"))
+
+
+@dataclass
+class Assembled:
+    notebook: nbformat.NotebookNode
+    tampered: list[str] = field(default_factory=list)   # plain-words notes on locked/test cells changed by the student
+    added: int = 0                                       # student cells kept
+    missing_answers: list[str] = field(default_factory=list)
+
+
+def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
+             student: nbformat.NotebookNode | None) -> Assembled:
+    """The notebook to grade (see the module docstring). ``student=None``: nothing handed in."""
+    release_by_id = {grade_id(c): c for c in release.cells if grade_id(c)}
+    source_ids = [grade_id(c) for c in source.cells if grade_id(c)]
+    known = set(source_ids)
+    answers: dict[str, str] = {}
+    extras: dict[str, list] = {}      # instructor grade_id the extra cells followed ("" = start)
+    tampered: list[str] = []
+    seen_locked: set[str] = set()
+    last = ""
+    for cell in (student.cells if student is not None else []):
+        gid = grade_id(cell)
+        if gid in known and gid not in seen_locked and gid not in answers:
+            rel = release_by_id.get(gid)
+            if rel is not None and is_answer(rel):
+                answers[gid] = cell.get("source", "")
+                last = gid
+                continue
+            if rel is not None:
+                seen_locked.add(gid)
+                if (compute_checksum(_plain(cell)) != compute_checksum(_plain(rel))
+                        or cell.get("cell_type") != rel.get("cell_type")):
+                    tampered.append(f"locked cell {gid!r} was changed; the original ran instead")
+                elif (cell.get("metadata", {}).get("tags") or []) != (rel.get("metadata", {}).get("tags") or []):
+                    tampered.append(f"the tags of locked cell {gid!r} were changed; they were ignored")
+                last = gid
+                continue
+        # a cell of the student's own (or a second copy of an instructor cell): kept, stripped
+        if cell.get("cell_type") in ("code", "markdown"):
+            if gid:
+                tampered.append(f"a cell claiming grade_id {gid!r} was not the instructor's; it ran as a plain cell")
+            extras.setdefault(last, []).append(cell)
+    if student is not None:
+        for gid in source_ids:
+            rel = release_by_id.get(gid)
+            if rel is not None and not is_answer(rel) and gid not in seen_locked and is_graded(rel):
+                tampered.append(f"test cell {gid!r} was deleted; the original ran instead")
+    cells = [_plain_copy(c) for c in extras.get("", [])]
+    missing = []
+    for cell in source.cells:
+        gid = grade_id(cell)
+        new = copy.deepcopy(cell)
+        new["outputs"] = [] if new.get("cell_type") == "code" else new.get("outputs")
+        if new.get("cell_type") == "code":
+            new["execution_count"] = None
+        if gid and is_answer(cell):
+            if gid in answers:
+                new["source"] = answers[gid]
+            else:
+                new["source"] = release_by_id[gid]["source"] if gid in release_by_id else ""
+                missing.append(gid)
+        cells.append(new)
+        if gid:
+            cells.extend(_plain_copy(c) for c in extras.get(gid, []))
+    nb = copy.deepcopy(source)
+    nb.cells = [c for c in cells if c is not None]
+    for c in nb.cells:
+        if c.get("cell_type") != "code":
+            c.pop("outputs", None)
+            c.pop("execution_count", None)
+    added = sum(len(v) for v in extras.values())
+    return Assembled(nb, tampered, added, missing)
+
+
+def _plain(cell) -> dict:
+    """The parts of a cell nbgrader checksums (source, type, grade flags), as a plain cell dict."""
+    out = copy.deepcopy(dict(cell))
+    out.setdefault("metadata", {})
+    return nbformat.from_dict(out)
+
+
+def _plain_copy(cell):
+    kind = cell.get("cell_type")
+    if kind == "code":
+        return nbformat.v4.new_code_cell(cell.get("source", ""))
+    if kind == "markdown":
+        return nbformat.v4.new_markdown_cell(cell.get("source", ""))
+    return None

@@ -1,0 +1,122 @@
+"""The bubblewrap command line that confines one submission's notebook kernel.
+
+What the kernel sees: the system read-only (``/usr``, ``/etc``, ``/lib*``, the Python
+installation, the virtual environment, the ``gemmlab`` package), a private scratch directory
+(the only writable place, also its ``HOME``, cache and current directory), a fresh ``/tmp``,
+its own PID, network, IPC and user namespaces (no network at all; it runs as ``nobody``), and
+the GPU device nodes. It does not see the repository (``solutions/``, ``autograder/`` with the
+gradebook and other submissions, ``tests/``, ``.git``), anyone's home directory, or other
+processes. ``--die-with-parent`` and the PID namespace mean that killing the ``bwrap``
+process ends every process the submission started.
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import shutil
+import site
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: gemmlab, the only part of the repository the kernel may read.
+GEMMLAB_DIR = Path(__file__).resolve().parents[2] / "gemmlab"
+SYSTEM_DIRS = ("/usr", "/etc", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt")
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create namespaces here; the message says how to fix it."""
+
+
+@dataclass
+class SandboxSpec:
+    """Where one kernel runs. ``gpu`` is the index placed in CUDA_VISIBLE_DEVICES (None: no GPU)."""
+
+    scratch: Path                       # private, writable; the kernel's cwd and HOME
+    run_dir: Path                       # connection file and IPC sockets (writable, holds nothing secret)
+    gpu: str | None = None
+    extra_ro: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    as_nobody: bool = True
+
+
+def python_dirs() -> list[str]:
+    """The Python installation and environment the kernel needs to import torch, gemmlab..."""
+    dirs = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    user_site = site.getusersitepackages() if hasattr(site, "getusersitepackages") else ""
+    if user_site and os.path.isdir(user_site):
+        dirs.add(user_site)
+    out = []
+    for d in sorted(dirs):
+        if not any(d.startswith(s + "/") or d == s for s in SYSTEM_DIRS):
+            out.append(d)
+    return out
+
+
+def gpu_device_nodes() -> list[str]:
+    return sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri"))
+
+
+def bwrap_prefix(spec: SandboxSpec) -> list[str]:
+    """``bwrap ... --`` arguments; the kernel command follows them."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable(
+            "bubblewrap (bwrap) is not installed: `apt-get install -y bubblewrap` (Debian/Ubuntu), or unpack "
+            "the .deb with `dpkg -x` and put its bwrap on PATH; pass --no-sandbox only for trusted notebooks.")
+    cmd = [bwrap]
+    for d in SYSTEM_DIRS:
+        if os.path.isdir(d):
+            cmd += ["--ro-bind", d, d]
+    for d in python_dirs() + [str(GEMMLAB_DIR)] + list(spec.extra_ro):
+        cmd += ["--ro-bind", d, d]
+    cmd += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for node in gpu_device_nodes():
+        cmd += ["--dev-bind", node, node]
+    cmd += ["--bind", str(spec.scratch), str(spec.scratch), "--bind", str(spec.run_dir), str(spec.run_dir)]
+    cmd += ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if spec.as_nobody:
+        cmd += ["--unshare-user", "--uid", "65534", "--gid", "65534"]
+    cmd += ["--chdir", str(spec.scratch)]
+    for key, value in sandbox_env(spec).items():
+        cmd += ["--setenv", key, value]
+    # ipykernel exits when its parent looks dead; inside the PID namespace its parent is PID 1.
+    cmd += ["--unsetenv", "JPY_PARENT_PID", "--"]
+    return cmd
+
+
+def sandbox_env(spec: SandboxSpec) -> dict[str, str]:
+    """Environment of the kernel: caches and HOME in scratch, one GPU, grading mode on."""
+    scratch = str(spec.scratch)
+    env = {
+        "HOME": scratch, "TMPDIR": "/tmp", "XDG_CACHE_HOME": f"{scratch}/.cache",
+        "GEMMLAB_CACHE": f"{scratch}/.cache/gemmlab", "MPLCONFIGDIR": f"{scratch}/.cache/matplotlib",
+        "IPYTHONDIR": f"{scratch}/.ipython", "JUPYTER_RUNTIME_DIR": str(spec.run_dir),
+        "PYTHONPATH": str(GEMMLAB_DIR.parent), "PYTHONDONTWRITEBYTECODE": "1",
+        "CUDA_VISIBLE_DEVICES": spec.gpu if spec.gpu is not None else "",
+        "GEMMLAB_GRADING": "1", "CUTE_DSL_ARCH": os.environ.get("CUTE_DSL_ARCH", "sm_90a"),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    }
+    env.update(spec.env)
+    return env
+
+
+@functools.lru_cache(maxsize=1)
+def check_bwrap() -> str:
+    """'' when bwrap can build our sandbox here, else the reason it cannot."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed (apt-get install -y bubblewrap)"
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="gemmlab-bwrap-") as tmp:
+        spec = SandboxSpec(Path(tmp), Path(tmp))
+        try:
+            proc = subprocess.run(bwrap_prefix(spec) + [sys.executable, "-c", "print('ok')"],
+                                  capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bwrap failed to start: {exc}"
+        if proc.returncode != 0 or proc.stdout.strip() != "ok":
+            return f"bwrap cannot create namespaces here: {proc.stderr.strip()[:300]}"
+    return ""

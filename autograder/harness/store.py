@@ -1,0 +1,81 @@
+"""Where grades go: a result file per (assignment, student, attempt), and nbgrader's gradebook.
+
+Both writes are idempotent: a result file is replaced atomically (write, then rename) and a
+gradebook grade is set, not added. So a task that is retried after an infrastructure failure,
+or a whole run started again, rewrites the same values instead of counting them twice, and a
+submission whose result file exists is not graded again unless asked (``--force``).
+``attempt`` is a digest of the handed-in notebooks: a new hand-in is a new attempt.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+def attempt_id(notebooks: dict[str, dict | None]) -> str:
+    """A short digest of what was handed in (notebook name → JSON, None when missing)."""
+    h = hashlib.sha256()
+    for name in sorted(notebooks):
+        h.update(name.encode() + b"\0")
+        h.update(json.dumps(notebooks[name], sort_keys=True).encode() if notebooks[name] is not None else b"-")
+    return h.hexdigest()[:16]
+
+
+class ResultStore:
+    """``root/<assignment>/<student>/<attempt>.json``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def path(self, assignment: str, student: str, attempt: str) -> Path:
+        return self.root / assignment / student / f"{attempt}.json"
+
+    def put(self, result: dict) -> Path:
+        path = self.path(result["assignment"], result["student"], result["attempt"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(result, f)
+        os.replace(tmp, path)
+        return path
+
+    def get(self, assignment: str, student: str, attempt: str) -> dict | None:
+        path = self.path(assignment, student, attempt)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def attempts(self, assignment: str, student: str) -> list[str]:
+        folder = self.root / assignment / student
+        return sorted(p.stem for p in folder.glob("*.json")) if folder.exists() else []
+
+
+def write_gradebook(db_url: str, result: dict) -> None:
+    """Set every autograded score of ``result`` in nbgrader's gradebook (overwriting, never adding)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        gb.update_or_create_student(result["student"])
+        gb.update_or_create_submission(result["assignment"], result["student"])
+        for cell in result["cells"]:
+            notebook = Path(cell["notebook"]).stem
+            grade = gb.find_grade(cell["grade_id"], notebook, result["assignment"], result["student"])
+            if cell["score"] is None:
+                grade.auto_score = None
+                grade.needs_manual_grade = True
+            else:
+                grade.auto_score = float(cell["score"])
+                grade.needs_manual_grade = False
+        gb.db.commit()
+
+
+def gradebook_scores(db_url: str, assignment: str) -> dict[str, tuple[float, float]]:
+    """{student: (score, max_score)} for ``assignment`` as the gradebook has them."""
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(db_url) as gb:
+        for sub in gb.assignment_submissions(assignment):
+            out[sub.student.id] = (float(sub.score), float(sub.max_score))
+    return out
