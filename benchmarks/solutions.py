@@ -35,6 +35,8 @@ KERNELS = [
     ("05_global_gemm", "gemm05_dsl"),
     ("06_pipelining", "gemm06_cpp"),
     ("06_pipelining", "gemm06_dsl"),
+    ("07_hopper", "hopper_pipelined"),
+    ("07_hopper", "hopper_ws"),
 ]
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 DTYPES = ["float16", "bfloat16"]
