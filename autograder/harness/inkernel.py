@@ -23,7 +23,7 @@ def __gemmlab_grader_bootstrap(module_name):
     os.environ["GEMMLAB_GRADING"] = "1"
     import numpy
     import gemmlab
-    import gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers
+    import gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers, gemmlab.errors, gemmlab.ipython
     try:
         import torch, torch.testing
     except ImportError:
@@ -43,6 +43,7 @@ def __gemmlab_grader_bootstrap(module_name):
                 watched.append((f"{label}.{name}", owner, name, value))
     for mod in (gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers):
         watch(mod.__name__, mod, [n for n, v in vars(mod).items() if not n.startswith("__") and callable(v)])
+    watch("gemmlab.ipython", gemmlab.ipython, ["_handler", "format_error", "install"])
     for cls in (gemmlab.check.CheckResult, gemmlab.check.Row, gemmlab.bench.BenchResult, gemmlab.perfbar.PerfBarResult):
         watch(cls.__qualname__, cls, [n for n in vars(cls) if not n.startswith("__") or n in ("__bool__", "__init__", "__eq__")])
     watch("gemmlab", gemmlab, ["check_gemm", "bench_gemm", "performance_bar"])
@@ -56,8 +57,18 @@ def __gemmlab_grader_bootstrap(module_name):
     watch("IPython shell", type(ip), ["run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback",
                                       "_showtraceback", "showsyntaxerror", "transform_cell", "should_run_async"])
     watch("IPython instance", ip, ["run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback",
-                                   "_showtraceback", "showsyntaxerror", "transform_cell", "custom_exceptions",
-                                   "CustomTB"])
+                                   "_showtraceback", "showsyntaxerror", "transform_cell"])
+    short_errors = gemmlab.ipython._handler   # gemmlab's own handler still reports an error output
+
+    def errors_redirected():
+        caught = ip.custom_exceptions
+        if caught == ():
+            return False
+        if not all(isinstance(e, type) and issubclass(e, gemmlab.errors.GemmlabError) for e in caught):
+            return True
+        func = getattr(ip.CustomTB, "__func__", None)
+        cells = [c.cell_contents for c in (getattr(func, "__closure__", None) or ())]
+        return not any(c is short_errors for c in cells)
     if getattr(ip, "kernel", None) is not None:
         watch("kernel", type(ip.kernel), ["do_execute", "execute_request", "run_cell"])
         watch("kernel instance", ip.kernel, ["do_execute", "execute_request", "run_cell"])
@@ -96,7 +107,7 @@ def __gemmlab_grader_bootstrap(module_name):
                 module = getattr(cb, "__module__", "") or ""
                 if cb not in before and not module.startswith(allowed_hooks):
                     problems.append(f"IPython event hook {name!r} was added")
-        if ip.custom_exceptions != ():
+        if errors_redirected():
             problems.append("errors were redirected (set_custom_exc)")
         if os.environ.get("GEMMLAB_GRADING") != "1":
             problems.append("GEMMLAB_GRADING was changed")

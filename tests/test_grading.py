@@ -1,0 +1,264 @@
+"""The class-scale grader (autograder/): sandbox, integrity, limits, gradebook, feedback, Ray.
+
+CPU only. Planted hostile submissions of every kind in tests/grading_fixtures.py go through the
+instructor CLI exactly as autograder/README.md says; each must lose only the points of the tests
+it breaks or cheats on, the others must grade normally, and the gradebook must stay intact.
+Needs bubblewrap (`apt-get install -y bubblewrap`; scripts/test.sh installs it where it can).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import grading_fixtures as gf  # noqa: E402
+from autograder.harness import sandbox as sb  # noqa: E402
+from autograder.harness.assemble import assemble, grade_id  # noqa: E402
+
+needs_bwrap = pytest.mark.skipif(bool(sb.check_bwrap()), reason=f"no usable bubblewrap: {sb.check_bwrap()} "
+                                 "(scripts/test.sh installs it with apt-get where it can)")
+CELL_S = "8"
+MEMORY = str(int(1.5 * 2**30))
+
+
+def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    root = gf.make_course(tmp_path_factory.mktemp("course"))
+    from autograder.cli import Course, ensure_gradebook
+
+    ensure_gradebook(Course(root), "tiny")
+    return root
+
+
+def _release(course: Path) -> nbformat.NotebookNode:
+    return nbformat.read(course / "autograder" / "release" / "tiny" / "tiny.ipynb", as_version=4)
+
+
+def test_release_has_no_hidden_tests_or_answers(course: Path) -> None:
+    text = (course / "autograder" / "release" / "tiny" / "tiny.ipynb").read_text()
+    assert gf.HIDDEN_MARKER not in text and "x * x" not in text
+
+
+# --------------------------------------------------------------------------- sandbox
+@needs_bwrap
+def test_sandbox_sees_no_secrets_no_network_and_writes_only_scratch(tmp_path: Path, course: Path) -> None:
+    scratch, run = tmp_path / "scratch", tmp_path / "run"
+    scratch.mkdir()
+    run.mkdir()
+    os.chmod(scratch, 0o777)
+    probe = r"""
+import json, os, socket, sys
+paths = json.loads(sys.argv[1])
+seen = {p: os.path.exists(p) for p in paths}
+writable = {}
+for d in ["/usr", "/etc", os.path.dirname(sys.executable), os.getcwd(), "/tmp"]:
+    try:
+        open(os.path.join(d, "probe-file"), "w").close(); writable[d] = True
+    except OSError:
+        writable[d] = False
+try:
+    socket.create_connection(("1.1.1.1", 80), timeout=2); net = True
+except OSError:
+    net = False
+import gemmlab
+print(json.dumps({"seen": seen, "writable": writable, "net": net, "uid": os.getuid(), "pids": sum(p.isdigit() for p in os.listdir("/proc"))}))
+"""
+    secrets = [str(course / "autograder" / "gradebook.db"), str(course / "solutions"), str(ROOT / "solutions"),
+               str(ROOT / ".git"), str(ROOT / "tests"), str(ROOT / "autograder"), str(Path.home() / ".ssh")]
+    cmd = sb.bwrap_prefix(sb.SandboxSpec(scratch, run)) + [sys.executable, "-c", probe, json.dumps(secrets)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not any(report["seen"].values()), f"the sandbox can see {[p for p, v in report['seen'].items() if v]}"
+    assert report["writable"].pop(str(scratch)) is True, "scratch must be writable"
+    assert report["writable"].pop("/tmp") is True
+    assert not any(report["writable"].values()), f"writable outside scratch: {report['writable']}"
+    assert report["net"] is False, "the sandbox reached the network"
+    assert report["uid"] == 65534
+    assert report["pids"] <= 3, "the sandbox sees the host's processes"
+
+
+# --------------------------------------------------------------------------- integrity (no kernel)
+@pytest.mark.parametrize("kind", gf.SURGERY)
+def test_tests_cannot_be_edited_deleted_skipped_or_retagged(course: Path, kind: str) -> None:
+    source = nbformat.read(course / "solutions" / "tiny" / "tiny.ipynb", as_version=4)
+    built = assemble(source, _release(course), gf.submission(_release(course), kind))
+    src_tests = {grade_id(c): c for c in source.cells if grade_id(c).startswith("test_")}
+    run_tests = [c for c in built.notebook.cells if grade_id(c).startswith("test_")]
+    assert [grade_id(c) for c in run_tests] == list(src_tests), "every instructor test runs, once, in order"
+    for c in run_tests:
+        assert c.source == src_tests[grade_id(c)].source, f"{grade_id(c)} must run as the instructor wrote it"
+        assert c.metadata == src_tests[grade_id(c)].metadata, f"{grade_id(c)}: metadata/tags must be the instructor's"
+    for c in built.notebook.cells:
+        if not grade_id(c):
+            assert not c.metadata.get("tags") and "nbgrader" not in c.metadata
+    assert built.tampered, "the change must be reported"
+    answers = {grade_id(c): c.source for c in built.notebook.cells if grade_id(c) in gf.ANSWERS}
+    assert "return 0" in answers["square"], "the student's own answer runs"
+    assert gf.HIDDEN_MARKER in "".join(c.source for c in run_tests), "hidden tests run"
+
+
+def test_missing_answer_runs_as_released_and_solutions_never_run(course: Path) -> None:
+    source = nbformat.read(course / "solutions" / "tiny" / "tiny.ipynb", as_version=4)
+    student = _release(course)
+    student.cells = [c for c in student.cells if grade_id(c) != "square"]
+    built = assemble(source, _release(course), student)
+    square = next(c for c in built.notebook.cells if grade_id(c) == "square")
+    assert "BEGIN SOLUTION" not in square.source and "x * x" not in square.source
+    assert built.missing_answers == ["square"]
+
+
+# --------------------------------------------------------------------------- GEMM anti-cheat (CPU)
+def test_check_gemm_rejects_library_gemms_in_grading_mode(monkeypatch) -> None:
+    torch = pytest.importorskip("torch")
+    import gemmlab
+
+    def honest(A, B, D):
+        D.copy_((A[:, None, :].float() * B[None, :, :].float()).sum(-1))
+
+    cheats = {"matmul": lambda A, B, D: D.copy_(torch.matmul(A, B.T)),
+              "einsum": lambda A, B, D: D.copy_(torch.einsum("mk,nk->mn", A, B)),
+              "linear": lambda A, B, D: D.copy_(torch.nn.functional.linear(A, B)),
+              "mm_out": lambda A, B, D: torch.mm(A, B.T, out=D)}
+    kw = dict(device="cpu", dtype=torch.bfloat16, shapes=[(8, 8, 8), (5, 7, 3)])
+    monkeypatch.setenv("GEMMLAB_GRADING", "1")
+    assert gemmlab.check_gemm(honest, **kw).passed
+    for name, fn in cheats.items():
+        res = gemmlab.check_gemm(fn, **kw)
+        assert not res.passed, f"{name} passed a graded check"
+        assert "instead of computing the product in your own kernel" in res.rows[0].message, res.rows[0].message
+    monkeypatch.setenv("GEMMLAB_GRADING", "0")
+    assert gemmlab.check_gemm(cheats["matmul"], **kw).passed, "outside grading torch functions may be checked"
+    assert not gemmlab.check_gemm(cheats["matmul"], forbid_library=True, **kw).passed
+
+
+# --------------------------------------------------------------------------- feedback
+def test_feedback_shows_results_heatmap_roofline_and_no_hidden_source() -> None:
+    from autograder.harness import feedback
+
+    perf = ("performance bar PASSED: 0.612× cuBLAS (bar 0.30×) — 420.1 vs 686.4 TFLOPS at 4096×4096×4096 "
+            "tn float16 on NVIDIA H100")
+    result = {"student": "ann", "assignment": "tiny", "attempt": "a1", "score": 3, "max_score": 6, "seconds": 12,
+              "events": ["tiny.ipynb, test_square: the cell did not finish within its time limit of 8 s"],
+              "flags": [], "cells": [
+                  {"notebook": "tiny.ipynb", "grade_id": "test_square", "points": 2, "score": 0, "status": "timeout",
+                   "message": "the cell did not finish within its time limit of 8 s", "outputs": [
+                       {"output_type": "error", "ename": "AssertionError", "evalue": "square(3) should be 9",
+                        "traceback": []}]},
+                  {"notebook": "tiny.ipynb", "grade_id": "test_gemm", "points": 3, "score": 3, "status": "passed",
+                   "message": "passed", "outputs": [
+                       {"output_type": "display_data", "data": {"text/plain": perf, "text/html":
+                        "<b>table</b><img src='data:image/png;base64,AAAA'/><script>alert(1)</script>"}}]}]}
+    page = feedback.render(result)
+    assert "3 / 6 points" in page and "did not finish within its time limit" in page
+    assert "Your kernels on the roofline" in page and "0.61× cuBLAS" not in page  # in the picture, not as text
+    assert "<script>" not in page, "notebook HTML must be escaped into a sandboxed frame"
+    assert "<iframe sandbox" in page
+    assert feedback.perf_points(result)[0]["ratio"] == pytest.approx(0.612)
+
+
+# --------------------------------------------------------------------------- the whole flow
+@needs_bwrap
+def test_instructor_cli_grades_hostile_class(course: Path, tmp_path: Path) -> None:
+    """README's commands: collect → autograde → feedback → export, 19 planted submissions, 2 workers."""
+    handins = tmp_path / "handins"
+    paths = [str(course / "autograder" / "gradebook.db"), str(course / "solutions"),
+             str(course / "autograder" / "submitted"), str(ROOT / ".git")]
+    for kind in gf.EXPECTED:
+        folder = handins / kind / "tiny"
+        folder.mkdir(parents=True)
+        nbformat.write(gf.submission(_release(course), kind, paths), folder / "tiny.ipynb")
+    (handins / "garbage" / "tiny").mkdir(parents=True)
+    (handins / "garbage" / "tiny" / "tiny.ipynb").write_text("{not json")
+    opts = ["--workers", "2", "--cell-timeout", CELL_S, "--memory-limit", MEMORY]
+    c = str(course)
+    proc = _cli("--course", c, "collect", "tiny", "--from", str(handins))
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli("--course", c, "autograde", "tiny", *opts)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "student" in proc.stdout and "honest" in proc.stdout and "autograde tiny [" in proc.stderr
+    from autograder.harness.store import gradebook_scores
+
+    scores = gradebook_scores(f"sqlite:///{course / 'autograder' / 'gradebook.db'}", "tiny")
+    wrong = {k: (scores.get(k), v) for k, v in gf.EXPECTED.items() if scores.get(k, (None,))[0] != v}
+    assert not wrong, f"(got, expected) per kind: {wrong}\n{proc.stdout}"
+    assert scores["garbage"][0] == 0
+    assert all(m == 6 for _, m in scores.values())
+    results = course / "autograder" / "results" / "tiny"
+    snoop = json.loads(next((results / "snoop").glob("*.json")).read_text())
+    seen = snoop["executed"]["tiny.ipynb"]["cells"][2]["outputs"][0]["text"]
+    assert "True" not in seen, f"the sandbox let a submission see grading files: {seen}"
+    loop = json.loads(next((results / "loop").glob("*.json")).read_text())
+    assert any("time limit" in e for e in loop["events"])
+    # idempotent: grading again reuses the recorded attempts and leaves the gradebook as it was
+    proc = _cli("--course", c, "autograde", "tiny", *opts)
+    assert proc.returncode == 0 and "unchanged attempts reused" in proc.stdout, proc.stdout[-2000:]
+    assert gradebook_scores(f"sqlite:///{course / 'autograder' / 'gradebook.db'}", "tiny") == scores
+    assert all(len(list((results / k).glob("*.json"))) == 1 for k in gf.EXPECTED)
+    proc = _cli("--course", c, "feedback", "tiny")
+    assert proc.returncode == 0, proc.stderr
+    for kind in gf.EXPECTED:
+        page = (course / "autograder" / "feedback" / kind / "tiny" / "feedback.html").read_text()
+        assert gf.HIDDEN_MARKER not in page and "BEGIN HIDDEN" not in page and "x * x" not in page
+    page = (course / "autograder" / "feedback" / "exit" / "tiny" / "feedback.html").read_text()
+    assert "exited with status 3" in page
+    out = tmp_path / "grades.csv"
+    proc = _cli("--course", c, "export", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["student"]: r for r in csv.DictReader(out.open())}
+    assert float(rows["honest"]["score"]) == 6 and float(rows["wrong"]["score"]) == 4
+    assert set(rows) == set(gf.EXPECTED) | {"garbage"}
+
+
+@needs_bwrap
+def test_ray_workers_retry_infrastructure_failures_without_double_counting(course: Path, tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="pip install -e '.[grade]' (scripts/test.sh does)")
+    from autograder.cli import Course, _job, record
+    from autograder.harness import scale
+    from autograder.harness.kernel import Limits
+    from autograder.harness.store import gradebook_scores
+
+    c = Course(course)
+    kinds = ["honest", "wrong", "exit", "kill", "torch_matmul", "sys_exit"]
+    jobs = []
+    for i, kind in enumerate(kinds):
+        student = f"ray_{kind}"
+        folder = c.submitted / student / "tiny"
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(gf.submission(_release(course), kind), folder / "tiny.ipynb")
+        job = _job(c, "tiny", student, Limits(cell_s=float(CELL_S), memory_bytes=int(MEMORY)), True)
+        if i < 2:  # the first attempt of two jobs fails like lost infrastructure: an exception, a dead worker
+            job["fault"] = {"dir": str(tmp_path / "faults"), "kind": ["raise", "exit"][i], "times": 1}
+        jobs.append(job)
+    results, errors = [], []
+
+    def on_result(r: dict) -> None:
+        results.append(r)
+        record(c, r)
+
+    scale.grade_ray(jobs, on_result, init_kwargs={"num_cpus": 2, "num_gpus": 2},
+                    on_error=lambda job, why: errors.append((job["student"], why)))
+    assert not errors, errors
+    assert sorted(r["student"] for r in results) == sorted(f"ray_{k}" for k in kinds), "one result per job"
+    assert len(list((tmp_path / "faults").rglob("attempt-*"))) == 2, "both injected failures happened once"
+    assert {r["worker"].split("gpu ")[-1] for r in results} <= {"0", "1"}
+    scores = gradebook_scores(c.db_url, "tiny")
+    for kind in kinds:
+        assert scores[f"ray_{kind}"][0] == gf.EXPECTED[kind], (kind, scores[f"ray_{kind}"])
+    for r in results:
+        assert len(c.results.attempts("tiny", r["student"])) == 1
