@@ -139,3 +139,57 @@ def submission(release: nbformat.NotebookNode, kind: str, paths: list[str] | Non
             c.source = "pass"
         nb.cells.append(_cell("code", "pass", "test_square", grade=True, locked=True, points=2))
     return nb
+
+
+# --------------------------------------------------------------------------- a GPU assignment
+GPU_LAUNCHER = '''
+import torch, gemmlab
+_k = gemmlab.compile(SRC, "gemm_tn")
+def my_gemm(A, B, D):
+    M, K = A.shape
+    N = B.shape[0]
+    _k(A, B, D, M, N, K, grid=((N + 15) // 16, (M + 15) // 16), block=(16, 16))
+'''
+GPU_KERNELS = {
+    "honest": "int m = blockIdx.y * 16 + threadIdx.y, n = blockIdx.x * 16 + threadIdx.x;\n"
+              "if (m < M && n < N) { float acc = 0.f;\n"
+              "  for (int k = 0; k < K; ++k) acc += __half2float(A[m * K + k]) * __half2float(B[n * K + k]);\n"
+              "  D[m * N + n] = __float2half(acc); }",
+    "illegal_address": "*(volatile int*)0x10 = 1;",
+    "deadlock": "volatile int* flag = (volatile int*)D; if (threadIdx.x == 0) { while (flag[M * N + 7] != 12345) {} }",
+    "out_of_bounds": "int i = (blockIdx.y * 16 + threadIdx.y) * N + blockIdx.x * 16 + threadIdx.x;\n"
+                     "D[i + M * N + 3] = __float2half(1.0f);",
+}
+
+
+def gpu_source_notebook() -> nbformat.NotebookNode:
+    src = ("SRC = r'''\n#include <cuda_fp16.h>\nextern \"C\" __global__ void gemm_tn(const __half* A, const __half* B, "
+           "__half* D, int M, int N, int K) {\n    ### BEGIN SOLUTION\n" + GPU_KERNELS["honest"] +
+           "\n    ### END SOLUTION\n}\n'''\n" + GPU_LAUNCHER)
+    cells = [
+        _cell("code", "import warnings\nwarnings.filterwarnings('ignore')\nimport torch\nimport gemmlab", "setup",
+              locked=True),
+        _cell("code", src, "gemm", solution=True),
+        _cell("code", "gemmlab.check_gemm(my_gemm, shapes=[(64, 64, 64), (33, 17, 9)], timeout_s=20).raise_if_failed()",
+              "test_gemm_slow", grade=True, locked=True, points=3),
+        _cell("code", "assert torch.ones(1024, device='cuda').sum().item() == 1024", "test_gpu_still_works",
+              grade=True, locked=True, points=1),
+    ]
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def gpu_submission(release: nbformat.NotebookNode, kind: str) -> nbformat.NotebookNode:
+    nb = copy.deepcopy(release)
+    for cell in nb.cells:
+        if _gid(cell) == "gemm":
+            if kind == "hog":
+                cell.source = ("import torch\n_hog = []\ntry:\n    while True:\n"
+                               "        _hog.append(torch.empty(1 << 30, dtype=torch.uint8, device='cuda'))\n"
+                               "except RuntimeError:\n    pass\ndef my_gemm(A, B, D):\n    pass")
+            else:
+                body = GPU_KERNELS[kind]
+                cell.source = ("SRC = r'''\n#include <cuda_fp16.h>\nextern \"C\" __global__ void gemm_tn(const __half* A, "
+                               "const __half* B, __half* D, int M, int N, int K) {\n" + body + "\n}\n'''\n" + GPU_LAUNCHER)
+    return nb

@@ -262,3 +262,14 @@ def test_ray_workers_retry_infrastructure_failures_without_double_counting(cours
         assert scores[f"ray_{kind}"][0] == gf.EXPECTED[kind], (kind, scores[f"ray_{kind}"])
     for r in results:
         assert len(c.results.attempts("tiny", r["student"])) == 1
+
+
+@pytest.mark.parametrize("kind", sorted(gf.GPU_KERNELS))
+def test_gpu_fixture_kernels_compile(kind: str) -> None:
+    """The GPU grading test's hostile kernels compile (sm_90a), so the GPU run tests what it means to."""
+    import gemmlab
+
+    src = ("#include <cuda_fp16.h>\nextern \"C\" __global__ void gemm_tn(const __half* A, const __half* B, __half* D, "
+           "int M, int N, int K) {\n" + gf.GPU_KERNELS[kind] + "\n}\n")
+    k = gemmlab.compile(src, "gemm_tn", arch="sm_90a")
+    assert "gemm_tn" in k.ptx

@@ -81,6 +81,12 @@ SUSPICIOUS = [
 ]
 
 
+#: Errors after which the kernel's CUDA context is unusable (or a GPU kernel may still be running):
+#: the next cell gets a fresh kernel (the cells before it are replayed) so later tests are not lost.
+CONTEXT_LOST = re.compile(r"ContextLostError|KernelTimeoutError|illegal memory access|illegal address|"
+                          r"unspecified launch failure|misaligned address|CUDA error: an illegal|AcceleratorError")
+
+
 def scan(source: str) -> list[str]:
     return [why for pattern, why in SUSPICIOUS if re.search(pattern, source)]
 
@@ -216,6 +222,12 @@ class _NotebookGrader:
                 cell.outputs = run.outputs
                 if run.completed and not graded:
                     self.done_ok.append(index)
+                if run.status == "error" and CONTEXT_LOST.search(f"{run.ename}: {run.evalue}"):
+                    self.events.append(f"{self.name}, {gid}: {run.ename} left the GPU context unusable; "
+                                       "the next cell runs in a fresh kernel")
+                    self.kernel.kill()
+                    if not graded and self.done_ok and self.done_ok[-1] == index:
+                        self.done_ok.pop()
                 if not graded:
                     continue
                 status, message = _verdict(run)
