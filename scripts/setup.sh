@@ -29,5 +29,24 @@ if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-ge
   apt-get install -y -q bubblewrap >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; } \
     || echo "could not install bubblewrap: the grader's sandbox tests will skip" >&2
 fi
+
+# --with-browser (scripts/test.sh passes it): tests/test_browser.py drives JupyterLab with
+# Playwright in Debian's Chromium; Playwright's own browser downloads are never used. As
+# root on Debian (as in CI) install the `chromium` package; elsewhere those tests skip
+# unless GEMMLAB_CHROMIUM names a Chromium binary.
+if [ "${1:-}" = "--with-browser" ] && [ -z "${GEMMLAB_CHROMIUM:-}" ] \
+   && [ ! -x /usr/lib/chromium/chromium ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+     && grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
+    echo "Installing Debian's chromium for the browser tests (apt-get)..."
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq chromium >/dev/null 2>&1 \
+      || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+      || echo "warning: apt-get could not install chromium; the browser tests will fail" >&2
+  else
+    echo "note: no Chromium here; tests/test_browser.py will skip (install Debian's chromium" \
+         "package as root, or set GEMMLAB_CHROMIUM to a Chromium binary)." >&2
+  fi
+fi
 # nbgrader's lab extension and widgets render without a rebuild in JupyterLab 4.
 echo "gemmlab is installed in .venv ($("$PY" -c 'import gemmlab; print(gemmlab.__version__)'))."
