@@ -53,9 +53,12 @@ class ResultStore:
 
 def write_gradebook(db_url: str, result: dict) -> None:
     """Set every autograded score of ``result`` in nbgrader's gradebook (overwriting, never adding)."""
+    import warnings
+
     from nbgrader.api import Gradebook
 
-    with Gradebook(db_url) as gb:
+    with Gradebook(db_url) as gb, warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # SQLAlchemy's autoflush notes from inside nbgrader
         gb.update_or_create_student(result["student"])
         gb.update_or_create_submission(result["assignment"], result["student"])
         for cell in result["cells"]:

@@ -1,0 +1,189 @@
+"""How fast does the grader grade, and does it stay right under fire?
+
+Prints three tables (run on a GPU machine with bubblewrap on PATH):
+
+1. one complete submission (every assignment, the solutions handed in) graded on one GPU;
+2. throughput: N complete submissions on 1 GPU, then on 2 GPUs (one worker each), and the speed-up;
+3. 50 submissions, one in five hostile (hangs, os._exit, endless output, edited tests, torch.matmul
+   instead of the kernel): every grade recorded, and each equal to a clean re-grade of the same
+   hand-in (graded again from scratch).
+
+    python benchmarks/grading.py                          # all three
+    python benchmarks/grading.py --only one --assignments 00_gpu_and_roofline
+    python benchmarks/grading.py --only scale --students 8 --gpus 0,1
+    python benchmarks/grading.py --only hostile --students 50
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autograder.cli import Course, _job, ensure_gradebook, record, table  # noqa: E402
+from autograder.harness import scale  # noqa: E402
+from autograder.harness.kernel import Limits  # noqa: E402
+from autograder.harness.store import gradebook_scores  # noqa: E402
+
+
+def _course(assignments: list[str]) -> Course:
+    root = Path(tempfile.mkdtemp(prefix="gemmlab-gradebench-"))
+    for a in assignments:
+        shutil.copytree(ROOT / "solutions" / a, root / "solutions" / a)
+        shutil.copytree(ROOT / "course" / a, root / "course" / a)
+    c = Course(root)
+    for a in assignments:
+        ensure_gradebook(c, a)
+    return c
+
+
+def _hostile(nb: dict, kind: str) -> dict:
+    """A hostile variant of a solutions notebook (first answer cell or the test cells changed)."""
+    nb = copy.deepcopy(nb)
+    cells = nb["cells"]
+    meta = lambda c: c.get("metadata", {}).get("nbgrader", {})  # noqa: E731
+    answers = [c for c in cells if meta(c).get("solution") and c["cell_type"] == "code"]
+    tests = [c for c in cells if meta(c).get("grade") and not meta(c).get("solution")]
+    src = lambda c: "".join(c["source"]) if isinstance(c["source"], list) else c["source"]  # noqa: E731
+    if kind == "edit_tests":
+        for c in tests:
+            c["source"] = "pass"
+    elif answers:
+        first = answers[0]
+        prefix = {"loop": "while True:\n    pass\n", "exit": "import os\nos._exit(1)\n",
+                  "print_forever": "while True:\n    print('x' * 10000)\n",
+                  "matmul": "import torch\n_mm = torch.matmul\n"}[kind]
+        first["source"] = prefix + src(first)
+    return nb
+
+
+def _handed_in(c: Course, a: str, name: str) -> dict:
+    """The student release with the solutions' answers filled in: what a perfect student hands in."""
+    gid = lambda cell: cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")  # noqa: E731
+    answers = {gid(cell): cell["source"] for cell in json.loads((c.source / a / name).read_text())["cells"]
+               if cell.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    nb = json.loads(c.release_notebook(a, name).read_text())
+    for cell in nb["cells"]:
+        if gid(cell) in answers:
+            cell["source"] = answers[gid(cell)]
+    return nb
+
+
+def _jobs(c: Course, assignments: list[str], students: list[str], limits: Limits, sandbox: bool,
+          hostile_every: int = 0) -> list[dict]:
+    kinds = ["loop", "exit", "print_forever", "edit_tests", "matmul"]
+    jobs = []
+    for i, s in enumerate(students):
+        for a in assignments:
+            for name in c.notebooks(a):
+                nb = _handed_in(c, a, name)
+                if hostile_every and i % hostile_every == hostile_every - 1:
+                    nb = _hostile(nb, kinds[(i // hostile_every) % len(kinds)])
+                folder = c.submitted / s / a
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_text(json.dumps(nb))
+            jobs.append(_job(c, a, s, limits, sandbox))
+    return jobs
+
+
+def _grade(c: Course, jobs: list[dict], gpus: list[str]) -> tuple[float, dict]:
+    results: dict = {}
+
+    def on_result(r: dict) -> None:
+        record(c, r)
+        results[(r["student"], r["assignment"])] = r
+
+    t0 = time.monotonic()
+    scale.grade_local(jobs, gpus, on_result)
+    return time.monotonic() - t0, results
+
+
+def bench_one(args, limits) -> None:
+    c = _course(args.assignments)
+    jobs = _jobs(c, args.assignments, ["one"], limits, not args.no_sandbox)
+    took, results = _grade(c, jobs, args.gpus[:1])
+    rows = [[a, f"{results[('one', a)]['score']:g}/{results[('one', a)]['max_score']:g}",
+             f"{results[('one', a)]['seconds']:.1f}"] for a in args.assignments]
+    print(table(rows, ["assignment", "score", "seconds"]))
+    print(f"one complete submission: {took:.1f} s on one GPU (target ≤ 180 s)\n")
+
+
+def bench_scale(args, limits) -> None:
+    rows = []
+    times = {}
+    for n_gpu in (1, 2):
+        if n_gpu > len(args.gpus):
+            continue
+        c = _course(args.assignments)
+        jobs = _jobs(c, args.assignments, [f"s{i:03d}" for i in range(args.students)], limits, not args.no_sandbox)
+        took, _ = _grade(c, jobs, args.gpus[:n_gpu])
+        times[n_gpu] = took
+        rows.append([str(n_gpu), str(args.students), f"{took:.1f}", f"{args.students / took * 60:.2f}"])
+    print(table(rows, ["GPUs", "submissions", "seconds", "submissions/min"]))
+    if 1 in times and 2 in times:
+        print(f"speed-up 1 → 2 GPUs: {times[1] / times[2]:.2f}× (target ≥ 1.8×)\n")
+
+
+def bench_hostile(args, limits) -> None:
+    c = _course(args.assignments)
+    students = [f"h{i:03d}" for i in range(args.students)]
+    jobs = _jobs(c, args.assignments, students, limits, not args.no_sandbox, hostile_every=5)
+    took, first = _grade(c, jobs, args.gpus)
+    scores = {a: gradebook_scores(c.db_url, a) for a in args.assignments}
+    missing = [(s, a) for s in students for a in args.assignments if s not in scores[a]]
+    _, again = _grade(c, [dict(j) for j in jobs], args.gpus)   # the same hand-ins, graded from scratch
+    differ = [(k, first[k]["score"], again[k]["score"]) for k in first if k in again
+              and first[k]["score"] != again[k]["score"]]
+    print(f"{len(students)} submissions ({len(students) // 5} hostile) × {len(args.assignments)} assignments in "
+          f"{took:.1f} s on {len(args.gpus)} GPU(s)")
+    print(f"grades recorded: {sum(len(v) for v in scores.values())} of {len(students) * len(args.assignments)}; "
+          f"missing: {missing or 'none'}")
+    print(f"differ from a clean re-grade: {differ or 'none'}")
+    hostile = [k for k in first if int(k[0][1:]) % 5 == 4]
+    rows = [[s, a, f"{first[(s, a)]['score']:g}/{first[(s, a)]['max_score']:g}",
+             "; ".join(first[(s, a)]["events"])[:90]] for s, a in sorted(hostile)[:20]]
+    print(table(rows, ["student", "assignment", "score", "what happened"]))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", choices=["one", "scale", "hostile"])
+    p.add_argument("--assignments", nargs="*", default=None, help="default: every assignment under solutions/")
+    p.add_argument("--students", type=int, default=None, help="scale: 8, hostile: 50")
+    p.add_argument("--gpus", default=None, help="GPU indices (default: every GPU)")
+    p.add_argument("--no-sandbox", action="store_true")
+    p.add_argument("--cell-timeout", type=float, default=180)
+    args = p.parse_args()
+    args.assignments = args.assignments or sorted(d.name for d in (ROOT / "solutions").iterdir()
+                                                  if d.is_dir() and any(d.glob("*.ipynb")))
+    if args.gpus:
+        args.gpus = args.gpus.split(",")
+    else:
+        try:
+            import torch
+
+            args.gpus = [str(i) for i in range(torch.cuda.device_count())] or [None]
+        except ImportError:
+            args.gpus = [None]
+    limits = Limits(cell_s=args.cell_timeout)
+    students = args.students
+    if args.only in (None, "one"):
+        bench_one(args, limits)
+    if args.only in (None, "scale"):
+        args.students = students or 8
+        bench_scale(args, limits)
+    if args.only in (None, "hostile"):
+        args.students = students or 50
+        bench_hostile(args, limits)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
