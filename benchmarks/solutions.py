@@ -37,6 +37,12 @@ KERNELS = [
     ("06_pipelining", "gemm06_dsl"),
     ("07_hopper", "hopper_pipelined"),
     ("07_hopper", "hopper_ws"),
+    ("08_cuda_ladder", "ladder_naive"),
+    ("08_cuda_ladder", "ladder_smem"),
+    ("08_cuda_ladder", "ladder_wmma"),
+    ("08_cuda_ladder", "ladder_dbuf"),
+    ("08_cuda_ladder", "ladder_swizzle"),
+    ("08_cuda_ladder", "ladder_any"),
 ]
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 DTYPES = ["float16", "bfloat16"]
@@ -167,6 +173,13 @@ def convention_of(fn, ns: dict, name: str) -> str:
     return "nn" if count >= 5 else "tn"
 
 
+def declared(ns: dict, name: str, key: str, default):
+    """What the kernel's cells declare as ``<NAME>_<KEY>`` (or plain ``<KEY>``), else ``default``:
+    ``CHECK_SHAPES`` narrows the correctness shapes (a kernel for whole tiles only), ``DTYPES`` the dtypes."""
+    value = ns.get(f"{name.upper()}_{key}")
+    return value if value is not None else ns.get(key, default)
+
+
 def run_kernel(assignment: str, name: str, args, shapes, dtypes) -> KernelReport:
     import torch
 
@@ -180,6 +193,8 @@ def run_kernel(assignment: str, name: str, args, shapes, dtypes) -> KernelReport
         print(f"- {name}: skipped ({err})")
         return rep
     rep.convention = conv = convention_of(fn, ns, name)
+    check_shapes = declared(ns, name, "CHECK_SHAPES", ODD_SHAPES)
+    kernel_dtypes = declared(ns, name, "DTYPES", DTYPES)
     dev = "cuda"
     A = torch.randn(256, 256, device=dev).half()
     B = torch.randn(256, 256, device=dev).half()
@@ -196,8 +211,8 @@ def run_kernel(assignment: str, name: str, args, shapes, dtypes) -> KernelReport
     print(f"- {name} ({conv}): compile + first call {rep.first_call_s:.1f} s")
     if not args.no_check:
         t0 = time.perf_counter()
-        for dt in dtypes if args.quick else DTYPES:
-            result = gemmlab.check_gemm(fn, convention=conv, dtype=getattr(torch, dt), shapes=ODD_SHAPES)
+        for dt in [d for d in (dtypes if args.quick else DTYPES) if d in kernel_dtypes]:
+            result = gemmlab.check_gemm(fn, convention=conv, dtype=getattr(torch, dt), shapes=check_shapes)
             rep.correct[dt] = bool(result.passed)
             if not result.passed:
                 rep.status = "failed"
@@ -205,11 +220,11 @@ def run_kernel(assignment: str, name: str, args, shapes, dtypes) -> KernelReport
                 print(result)
         rep.check_s = time.perf_counter() - t0
         verdict = "correct" if rep.status == "ok" else "WRONG"
-        print(f"  check_gemm on {len(ODD_SHAPES)} odd shapes: {verdict} ({rep.check_s:.1f} s incl. compiles)")
+        print(f"  check_gemm on {len(check_shapes)} odd shapes: {verdict} ({rep.check_s:.1f} s incl. compiles)")
         if rep.status != "ok":
             return rep
     for shape in shapes:
-        for dt in dtypes:
+        for dt in [d for d in dtypes if d in kernel_dtypes]:
             row = Row(name, shape, dt)
             try:
                 r = gemmlab.bench_gemm(fn, shape=shape, convention=conv, dtype=getattr(torch, dt), label=name)
