@@ -88,6 +88,7 @@ HOSTILE = {
                             "def my_gemm(A, B, D):\n    D.zero_()"},
     "swallow_errors": {"square": "get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)\n"
                                  "def square(x):\n    return 0"},
+    "leak_hidden": {"cube": "def cube(x):\n    print([src for src in In if 'HIDDEN' in src])\n    return x ** 3"},
     "snoop": {"square": "import os\nSEEN = {p: os.path.exists(p) for p in PATHS}\nprint('SEEN', SEEN)\n"
                         "def square(x):\n    return x * x"},
 }
@@ -96,7 +97,7 @@ SURGERY = ("edit_tests", "delete_tests", "skip_tag", "retag", "fake_test_cell")
 
 EXPECTED = {"honest": 6, "warns": 6, "wrong": 4, "loop": 4, "sleep_uninterruptible": 4, "exit": 4, "sys_exit": 6,
             "kill": 3, "print_forever": 4, "memory_bomb": 4, "torch_matmul": 3, "patch_check": 2,
-            "swallow_errors": 0, "snoop": 6, "edit_tests": 0, "delete_tests": 0, "skip_tag": 0, "retag": 0,
+            "swallow_errors": 0, "snoop": 6, "leak_hidden": 6, "edit_tests": 0, "delete_tests": 0, "skip_tag": 0, "retag": 0,
             "fake_test_cell": 0}
 
 

@@ -109,19 +109,54 @@ def _partial_score(run: CellRun, points: float) -> float:
     return points
 
 
-def _clean_outputs(outputs: list, limit: int = 1_500_000) -> list:
-    """Outputs fit for feedback: errors as name and message only (a traceback shows test source)."""
+def hidden_lines(nb) -> list[str]:
+    """Substantial lines of the hidden tests in ``nb`` (what feedback must never show)."""
+    lines, inside = [], False
+    for cell in nb.cells:
+        for line in cell.source.splitlines() if is_graded(cell) else []:
+            if "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and len(line.strip()) >= 12:
+                lines.append(line.strip())
+    return lines
+
+
+def _clean_outputs(outputs: list, hidden: list[str] = (), limit: int = 1_500_000) -> list:
+    """Outputs fit for feedback: errors as name and message only (a traceback shows test source),
+    and any output that quotes a hidden test (e.g. printed from the kernel's history) withheld."""
     kept, size = [], 0
     for out in outputs:
         out = copy.deepcopy(dict(out))
         if out.get("output_type") == "error":
             out["traceback"] = []
+        text = "\n".join(_strings(out))
+        text += "\n" + text.replace("\\'", "'").replace('\\"', '"')   # quoted through a repr
+        if any(line in text for line in hidden):
+            out = {"output_type": "stream", "name": "stdout",
+                   "text": "[output withheld: it quoted hidden test code]\n"}
         size += len(str(out))
         if size > limit:
             kept.append({"output_type": "stream", "name": "stdout", "text": "[further output left out]\n"})
             break
         kept.append(out)
     return kept
+
+
+def _strings(value) -> list[str]:
+    """Every string inside an output (text, data of every MIME type, error name and message)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return ["".join(value)] if all(isinstance(v, str) for v in value) else [s for v in value for s in _strings(v)]
+    return []
+
+
+def _withhold(text: str, hidden: list[str]) -> str:
+    return "[withheld: it quoted hidden test code]" if any(line in text for line in hidden) else text
 
 
 def _verdict(run: CellRun) -> tuple[str, str]:
@@ -143,6 +178,7 @@ class _NotebookGrader:
         self.module = inkernel.new_module_name()
         self.restarts = 0
         self.done_ok: list[int] = []          # indices of non-graded cells that completed (for replay)
+        self.hidden = hidden_lines(nb)
 
     def _start(self) -> None:
         try:
@@ -231,6 +267,7 @@ class _NotebookGrader:
                 if not graded:
                     continue
                 status, message = _verdict(run)
+                message = _withhold(message, self.hidden)
                 score: float | None = 0.0
                 if is_answer(cell):
                     status, message, score = "manual", "graded by hand", None
@@ -243,7 +280,8 @@ class _NotebookGrader:
                     else:
                         score = _partial_score(run, points)
                 grades.append(CellGrade(self.name, gid, points, score, status, message, round(run.seconds, 3),
-                                        run.ename, run.evalue, _clean_outputs(run.outputs)))
+                                        run.ename, _withhold(run.evalue, self.hidden),
+                                        _clean_outputs(run.outputs, self.hidden)))
         finally:
             self.kernel.kill()
         return grades
