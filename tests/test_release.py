@@ -47,7 +47,7 @@ def _run_solutions(assignment: str) -> None:
     on a graded cell that writes to stderr (nbgrader would score it 0)."""
     pytest.importorskip("nbclient", reason="nbclient is needed to run notebooks (pip install nbclient)")
     pytest.importorskip("ipykernel", reason="ipykernel is needed to run notebooks (pip install ipykernel)")
-    from nbclient import NotebookClient
+    from gemmlab.headless import notebook_client
 
     notebooks = sorted((release.SOLUTIONS / assignment).glob("*.ipynb"))
     assert notebooks, f"solutions/{assignment} has no notebook"
@@ -61,7 +61,7 @@ def _run_solutions(assignment: str) -> None:
             nb = nbformat.read(path, as_version=4)
             started: dict[int, float] = {}
             took: list[tuple[float, int]] = []
-            client = NotebookClient(
+            client = notebook_client(
                 nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                 resources={"metadata": {"path": str(path.parent)}},
                 on_cell_start=lambda cell, cell_index, **_: started.__setitem__(cell_index, time.perf_counter()),

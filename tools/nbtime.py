@@ -8,11 +8,14 @@ Why: a notebook that is slow on a GPU machine is slow for every student; this fi
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from gemmlab.headless import notebook_client  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         first = cell.source.strip().splitlines()[0][:70] if cell.source.strip() else ""
         times.append((time.perf_counter() - started[cell_index], cell_index, first))
 
-    client = NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
+    client = notebook_client(nb, timeout=args.timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(args.notebook.parent)}},
                             on_cell_start=before, on_cell_executed=after, allow_errors=True)
     t0 = time.perf_counter()
