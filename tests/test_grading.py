@@ -273,3 +273,31 @@ def test_gpu_fixture_kernels_compile(kind: str) -> None:
            "int M, int N, int K) {\n" + gf.GPU_KERNELS[kind] + "\n}\n")
     k = gemmlab.compile(src, "gemm_tn", arch="sm_90a")
     assert "gemm_tn" in k.ptx
+
+
+@needs_bwrap
+def test_real_course_notebook_full_marks_and_zero() -> None:
+    """Notebook 00 through the sandboxed grader: the release with the solutions' answers filled in
+    earns full marks (no false tamper alarms from the course's own setup), the untouched release 0."""
+    from autograder.harness.kernel import Limits
+    from autograder.harness.runner import grade_submission
+
+    a, name = "00_gpu_and_roofline", "00_gpu_and_roofline.ipynb"
+    source = json.loads((ROOT / "solutions" / a / name).read_text())
+    release = json.loads((ROOT / "course" / a / name).read_text())
+    answers = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in source["cells"]
+               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    filled = json.loads(json.dumps(release))
+    for c in filled["cells"]:
+        gid = c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            c["source"] = answers[gid]
+    for who, nb, want in (("perfect", filled, "full"), ("untouched", release, "zero")):
+        job = {"student": who, "assignment": a, "attempt": "t", "limits": vars(Limits()), "sandbox": True,
+               "notebooks": {name: {"source": source, "release": release, "student": nb}}}
+        r = grade_submission(job)
+        bad = [(c["grade_id"], c["status"], c["message"]) for c in r["cells"] if c["status"] != "passed"]
+        if want == "full":
+            assert r["score"] == r["max_score"] > 0 and not r["events"], (bad, r["events"])
+        else:
+            assert r["score"] == 0, r["cells"]
