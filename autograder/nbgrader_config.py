@@ -42,6 +42,23 @@ def cell_timeout(cell) -> int:
     return SLOW_CELL_TIMEOUT_S if grade_id.endswith("_slow") else DEFAULT_CELL_TIMEOUT_S
 
 
+def _headless_autograde_preprocessors() -> list:
+    """nbgrader's autograde steps with its executor replaced by one that does not mirror
+    Output widgets back to the kernel (gemmlab/headless.py says why: it can stall a widget
+    cell until its timeout)."""
+    from nbgrader.converters.autograde import Autograde
+    from nbgrader.preprocessors import Execute
+
+    class HeadlessExecute(Execute):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.widget_registry = {}  # = gemmlab.headless.disable_output_widget_mirroring
+
+    return [HeadlessExecute if pp is Execute else pp
+            for pp in Autograde.class_traits()["autograde_preprocessors"].make_dynamic_default()]
+
+
+c.Autograde.autograde_preprocessors = _headless_autograde_preprocessors()
 c.Execute.timeout = DEFAULT_CELL_TIMEOUT_S
 c.Execute.timeout_func = cell_timeout
 c.Execute.interrupt_on_timeout = True
