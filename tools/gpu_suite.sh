@@ -23,8 +23,9 @@ for house in "$@"; do
   fi
 done
 export PYTHONPATH="$PWD:$SITE:$SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
-# pip --target puts console scripts in $SITE/bin; nbgrader runs `alembic` from PATH.
-export PATH="$SITE/bin:$PATH"
+# pip --target puts console scripts in $SITE/bin (nbgrader runs `alembic` from PATH);
+# install.sh unpacks carried Debian packages (bwrap, the grader's sandbox) under debroot.
+export PATH="$SITE/bin:$SITE/debroot/usr/bin:$PATH"
 export PYTHONUNBUFFERED=1 GEMMLAB_CACHE="${GEMMLAB_CACHE:-/tmp/gemmlab-cache}"
 
 status=0

@@ -18,6 +18,7 @@ import hashlib
 import importlib.metadata
 import json
 import shlex
+import shutil
 import string
 import subprocess
 import sys
@@ -46,6 +47,9 @@ PROFILES = {"gpu-test": GPU_TEST, "gpu-grade": GPU_TEST + COURSE_EXTRA, "course"
 #: ``gpu-grade`` profile drops them: about 35 MiB less to carry to an offline node.
 UI_ONLY = {"jupyterlab", "notebook", "babel", "jupyterlab-server", "jupyter-lsp", "debugpy"}
 DROPPED = {"gpu-test": set(), "gpu-grade": UI_ONLY, "course": set()}
+#: Debian packages a profile carries too (``apt-get download``; install.sh unpacks them with
+#: ``dpkg -x``): the grader sandboxes every submission with bubblewrap.
+DEBS = {"gpu-test": [], "gpu-grade": ["bubblewrap"], "course": ["bubblewrap"]}
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
              "manylinux2014_x86_64", "linux_x86_64", "any"]
 #: Already on the GPU image; never downloaded even when a resolved dependency names them.
@@ -102,6 +106,17 @@ def download(items: list[Item], dest: Path, python_version: str, drop: set[str] 
     for wheel in dest.glob("*.whl"):  # resolved dependencies the image already has
         if wheel.name.split("-")[0].lower().replace("_", "-") in ON_IMAGE | drop:
             wheel.unlink()
+
+
+def download_debs(packages: list[str], dest: Path) -> None:
+    """``apt-get download`` each package into ``dest``; a warning where apt is missing."""
+    if not packages:
+        return
+    if shutil.which("apt-get") is None:
+        print(f"warning: no apt-get here, so {', '.join(packages)} is not in the wheelhouse; "
+              "install it on the GPU node yourself", file=sys.stderr)
+        return
+    subprocess.run(["apt-get", "download", *packages], cwd=dest, check=True)
 
 
 def part_suffixes():
@@ -173,9 +188,12 @@ join() {{  # join NAME SHA256: cat NAME.part-* back into NAME and check it
 TARGET="${{1:-$HERE/site}}"
 PY="${{PYTHON:-python3}}"
 "$PY" -m pip install --no-index --no-deps --target "$TARGET" "$HERE"/*.whl
+for deb in "$HERE"/*.deb; do  # Debian packages (bubblewrap for the grader's sandbox)
+  [ -e "$deb" ] && mkdir -p "$TARGET/debroot" && dpkg -x "$deb" "$TARGET/debroot"
+done
 echo "Installed into $TARGET. Use it with:"
 echo "  export PYTHONPATH=$TARGET:$TARGET/nvidia_cutlass_dsl/dsl_packages:\\${{PYTHONPATH:-}}"
-echo "  export PATH=$TARGET/bin:\\$PATH   # console scripts (nbgrader needs alembic)"
+echo "  export PATH=$TARGET/bin:$TARGET/debroot/usr/bin:\\$PATH   # console scripts (alembic), bwrap"
 """
 
 
@@ -202,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             print(i.requirement + ("  (with dependencies)" if i.resolve_deps else ""))
         return 0
     download(items, args.dest, args.python_version, DROPPED[args.profile])
+    download_debs(DEBS[args.profile], args.dest)
     manifest = split_large(args.dest, args.split_mb)
     write_install_script(args.dest, manifest)
     files = sorted(p for p in args.dest.iterdir() if p.is_file())
