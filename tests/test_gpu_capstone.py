@@ -1,0 +1,76 @@
+"""Notebook 09's solution on a Hopper GPU: correct (fp16, bf16) on the visible suites and on
+shapes of every kind the hidden test draws; the graded speed cell, run as it is in the notebook,
+prints a record the leaderboard reads, and the solution earns the full speed points (S ≥ 0.9).
+
+    pytest -m gpu tests/test_gpu_capstone.py -v -s          # -s prints the measured ratios
+"""
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import solution_cells  # noqa: E402
+from test_capstone import _by_id, _run_speed_cell  # noqa: E402
+
+from autograder import leaderboard as lb  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def ns() -> dict:
+    import gemmlab
+
+    if not gemmlab.gpu.current_arch().startswith("sm_90"):
+        pytest.skip("the capstone solution is a Hopper kernel: it needs an sm_90 GPU (H100/H200)")
+    return solution_cells.load_namespace("09_capstone", ["kernel:capstone"])
+
+
+def _hidden_like() -> list[tuple[int, int, int]]:
+    r = random.randint
+    return [(r(1, 16), r(1, 16), r(1, 16)), (r(1, 8), r(500, 3000), r(100, 2000)), (r(500, 3000), r(1, 8), r(100, 2000)),
+            (r(1, 1500), r(1, 1500), 2 * r(1, 700) + 1), (r(100, 1500), 2 * r(50, 700) + 1, 8 * r(1, 200)),
+            (r(1, 64), r(1, 64), r(3000, 9000)), (r(2000, 4200), r(2000, 4200), r(64, 1024)),
+            (8 * r(100, 500), 8 * r(100, 500), 8 * r(8, 300)), (1, 1, 1), (4095, 4097, 4096), (8192, 1024, 2048)]
+
+
+@pytest.mark.parametrize("suite", ["default", "odd", "hidden-like"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_solution_is_correct(ns: dict, suite: str, dtype) -> None:
+    import gemmlab
+
+    shapes = _hidden_like() if suite == "hidden-like" else suite
+    result = gemmlab.check_gemm(ns["capstone_gemm"], dtype=dtype, shapes=shapes, timeout_s=300)
+    assert result.passed, f"capstone solution, {dtype}, {suite}:\n{result}"
+
+
+def _graded_namespace(ns: dict) -> dict:
+    import gemmlab
+    from gemmlab import nbhelpers as nbh
+
+    g: dict = {}
+    exec("import json, math, random, time\nimport torch", g)
+    g.update(gemmlab=gemmlab, nbh=nbh, GPU=True, ARCH=nbh.arch(), capstone_gemm=ns["capstone_gemm"],
+             capstone_compile=ns["capstone_compile"], CAPSTONE_DESCRIPTION=ns["CAPSTONE_DESCRIPTION"])
+    exec(_by_id()["test_helpers"].source, g)
+    return g
+
+
+def test_speed_cell_records_and_the_solution_earns_full_speed_points(ns: dict) -> None:
+    text, points = _run_speed_cell(_graded_namespace(ns))
+    print("\n" + text)
+    record = lb.parse_record({"outputs": [{"output_type": "stream", "name": "stdout", "text": text}]})
+    assert record is not None, f"no record line in the speed cell's output:\n{text}"
+    ratios = lb._ratios(record)
+    assert set(ratios) == {(n, d) for n in (4096, 8192) for d in ("float16", "bfloat16")}
+    assert record["points"] == points
+    assert points == 3.0, (f"the solution scores S = {record['score']:.3f} ({points:g} of 3 speed points); "
+                           f"full marks need S >= 0.9. Ratios: {ratios}")
