@@ -359,7 +359,10 @@ def _highlighted(src: str):
 
 
 def _validate(page) -> object:
-    """Click nbgrader's Validate in the notebook toolbar; return the result dialog's body."""
+    """Click nbgrader's Validate in the notebook toolbar (it saves first); return its dialog.
+
+    No Ctrl+S before it: a second save racing Validate's own makes JupyterLab ask whether
+    the file changed on disk."""
     page.locator(".validate-button").click()
     dialog = page.locator(".jp-Dialog")
     dialog.wait_for(timeout=RUN_TIMEOUT_MS)
@@ -402,7 +405,6 @@ def _student(page, lab: dict) -> None:
              "copy_dsl_solution": "def copy_tiles_kernel("}
     # One exercise done is not enough: Validate fails and names a test still failing.
     _type_into(page, _code_cell(page, heads[TYPED[0]]), solutions[TYPED[0]])
-    page.keyboard.press("Control+s")
     dialog = _validate(page)
     _shot(page, "student-03-validate-one-exercise")
     text = dialog.inner_text()
@@ -459,8 +461,7 @@ def _student(page, lab: dict) -> None:
         f"thread {thread}'s highlighted elements overlap thread 0's; the picture did not follow the slider")
     _shot(page, f"student-07-explorer-thread-{thread}")
 
-    # nbgrader's Validate runs the saved notebook in a fresh kernel with the hidden tests' public part.
-    page.keyboard.press("Control+s")
+    # Validate saves the notebook, then nbgrader runs it in a fresh kernel and checks the tests.
     dialog = _validate(page)
     _shot(page, "student-08-validate")
     text = dialog.inner_text()
