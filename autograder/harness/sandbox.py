@@ -70,9 +70,11 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     for d in SYSTEM_DIRS:
         if os.path.isdir(d):
             cmd += ["--ro-bind", d, d]
+    # The fresh /tmp first: bwrap applies mounts in order, so a venv or checkout that lives
+    # under /tmp (a CI clone) is bound on top of it instead of being hidden by it.
+    cmd += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for d in python_dirs() + [str(GEMMLAB_DIR)] + list(spec.extra_ro):
         cmd += ["--ro-bind", d, d]
-    cmd += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for node in gpu_device_nodes():
         cmd += ["--dev-bind", node, node]
     cmd += ["--bind", str(spec.scratch), str(spec.scratch), "--bind", str(spec.run_dir), str(spec.run_dir)]
