@@ -24,7 +24,9 @@ import grading_fixtures as gf  # noqa: E402
 from autograder.harness import sandbox as sb  # noqa: E402
 from autograder.harness.assemble import assemble, grade_id  # noqa: E402
 
-needs_bwrap = pytest.mark.skipif(bool(sb.check_bwrap()), reason=f"no usable bubblewrap: {sb.check_bwrap()} "
+# CI sets GEMMLAB_CI=1 (.ci/run): there a missing sandbox fails these tests instead of skipping them.
+needs_bwrap = pytest.mark.skipif(bool(sb.check_bwrap()) and os.environ.get("GEMMLAB_CI") != "1",
+                                 reason=f"no usable bubblewrap: {sb.check_bwrap()} "
                                  "(scripts/test.sh installs it with apt-get where it can)")
 CELL_S = "8"
 MEMORY = str(int(1.5 * 2**30))
