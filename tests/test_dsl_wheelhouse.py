@@ -73,3 +73,19 @@ def test_install_script_joins_and_verifies(tmp_path: Path) -> None:
     part.write_bytes(part.read_bytes()[:-1])
     run = subprocess.run(["bash", str(script), "--join-only"], capture_output=True, text=True)
     assert run.returncode != 0 and "checksum mismatch" in run.stderr
+
+
+def test_carry_groups_fit_the_limit_and_end_with_the_installer(tmp_path: Path) -> None:
+    sizes = {"a.whl": 50, "b.whl.part-aa": 40, "b.whl.part-ab": 30, "c.whl": 25, "d.whl": 5}
+    for name, mib in sizes.items():
+        (tmp_path / name).write_bytes(b"x" * (mib * 1024))  # KiB stand in for MiB below
+    (tmp_path / "install.sh").write_text("#!/bin/sh\n")
+    (tmp_path / "manifest.json").write_text("{}")
+    groups = wheelhouse.carry_groups(tmp_path, 60 / 1024)  # 60 KiB
+    names = [sorted(f.name for f in g.iterdir()) for g in groups]
+    assert sorted(n for g in names for n in g) == sorted([*sizes, "install.sh", "manifest.json"])
+    for g in groups:
+        assert sum(f.stat().st_size for f in g.iterdir()) <= 60 * 1024
+    assert "install.sh" in names[-1] and "manifest.json" in names[-1]
+    with pytest.raises(SystemExit, match="over --carry-mb"):
+        wheelhouse.carry_groups(tmp_path, 40 / 1024)

@@ -206,6 +206,50 @@ def write_install_script(dest: Path, manifest: dict[str, dict]) -> Path:
     return script
 
 
+def carry_groups(dest: Path, carry_mb: float) -> list[Path]:
+    """Hard-link the wheelhouse's files into ``dest/carry-1``, ``carry-2``... of at most
+    ``carry_mb`` MiB each (largest files first), install.sh and the manifest in the last one.
+
+    Why: a tool that ships files to a GPU node per call (64 MiB a call on ours) carries one
+    group per call into the same folder there, then runs install.sh from it.
+    """
+    limit = int(carry_mb * 1024 * 1024)
+    files = sorted((f for f in dest.iterdir() if f.is_file()), key=lambda f: -f.stat().st_size)
+    last = {"install.sh", "manifest.json"}
+    groups: list[list[Path]] = []
+    sizes: list[int] = []
+    for f in files:
+        if f.name in last:
+            continue
+        size = f.stat().st_size
+        if size > limit:
+            raise SystemExit(f"{f.name} is {size / 2**20:.1f} MiB, over --carry-mb: lower --split-mb")
+        for i, used in enumerate(sizes):
+            if used + size <= limit:
+                groups[i].append(f)
+                sizes[i] += size
+                break
+        else:
+            groups.append([f])
+            sizes.append(size)
+    tail = [dest / n for n in sorted(last) if (dest / n).exists()]
+    if not groups or sizes[-1] + sum(f.stat().st_size for f in tail) > limit:
+        groups.append([])
+        sizes.append(0)
+    groups[-1].extend(tail)
+    out = []
+    for i, group in enumerate(groups, 1):
+        folder = dest / f"carry-{i}"
+        if folder.exists():
+            for old in folder.iterdir():
+                old.unlink()
+        folder.mkdir(exist_ok=True)
+        for f in group:
+            (folder / f.name).hardlink_to(f)
+        out.append(folder)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", choices=sorted(PROFILES), default="gpu-test")
@@ -213,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dest", type=Path, required=True)
     ap.add_argument("--split-mb", type=float, default=46.0, help="split wheels larger than this (MiB)")
     ap.add_argument("--plan", action="store_true", help="print the requirements and exit")
+    ap.add_argument("--carry-mb", type=float, default=None,
+                    help="also group the files into carry-1, carry-2... folders of at most this many MiB")
     args = ap.parse_args(argv)
     items = plan(args.profile)
     if args.plan:
@@ -229,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{max(p.stat().st_size for p in files) / 2**20:.1f} MiB")
     for name, info in manifest.items():
         print(f"  split {name} -> {', '.join(info['parts'])}")
+    if args.carry_mb:
+        for folder in carry_groups(args.dest, args.carry_mb):
+            mib = sum(f.stat().st_size for f in folder.iterdir()) / 2**20
+            print(f"  {folder.name}: {len(list(folder.iterdir()))} files, {mib:.1f} MiB")
+        print("  carry each folder into one directory on the node, then run its install.sh")
     return 0
 
 
