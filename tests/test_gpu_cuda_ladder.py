@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import solution_cells  # noqa: E402
+from nn_gemm_cases import check_padded_rows  # noqa: E402
 from test_cuda_ladder import ASSIGNMENT, TAGS, cell_by_grade_id  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -91,21 +92,8 @@ def test_beta_zero_does_not_read_c(ns):
 
 @pytest.mark.parametrize("pad", [1, 3, 8])
 def test_padded_rows(ns, pad):
-    import torch
-
     for rung in ANY_SHAPE_RUNGS:
-        M, N, K = 300, 257, 131
-        A = torch.randn(M, K + pad, device="cuda").half()[:, :K]
-        B = torch.randn(K, N + pad, device="cuda").half()[:, :N]
-        Cbig = torch.randn(M, N + pad, device="cuda").half()
-        C = Cbig[:, :N]
-        ref = 0.5 * A.double() @ B.double() + 0.25 * C.double()
-        outside = Cbig[:, N:].clone()
-        ns[rung](A, B, C, 0.5, 0.25)
-        torch.cuda.synchronize()
-        err = float((C.double() - ref).norm() / ref.norm())
-        assert err < 1e-3, f"{rung} pad={pad}: relative error {err:.2e}"
-        assert torch.equal(Cbig[:, N:], outside), f"{rung} pad={pad}: wrote into the padding"
+        check_padded_rows(ns[rung], rung, pad)
 
 
 @pytest.mark.parametrize("shift", [1, 3, 4])
