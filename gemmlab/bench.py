@@ -229,10 +229,10 @@ def _verify_once(yours: Callable[[], Any], A: Any, B: Any, out: Any, convention:
     torch.cuda.synchronize()
     from .check import library_guard, library_message
 
-    with library_guard(True) as used:
+    with _kernel.watched_stream(), library_guard(True) as used:
         yours()
-    on_return = out.clone()
-    _kernel.synchronize(timeout_s=_kernel.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, what=label)
+        on_return = out.clone()
+        _kernel.synchronize(timeout_s=_kernel.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, what=label)
     torch.cuda.synchronize()
     if used:
         raise BenchIntegrityError(library_message(used))

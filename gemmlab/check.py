@@ -478,16 +478,19 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
         c_bits_in = out_bits.clone()
         args = (a.tensor, b.tensor, out.tensor, alpha, beta)
 
-    with library_guard(forbid) as used:
-        returned = fn(*args)
     late = 0
     if dev.type == "cuda":
         # What torch's current stream holds when fn returns must be the final result: work left
         # running on another stream would escape bench_gemm's timing.
-        on_return = out.bits.clone()
-        _kernel.synchronize(timeout_s=timeout, what=f"the GEMM at M×N×K={M}×{N}×{K}")
+        with _kernel.watched_stream(), library_guard(forbid) as used:
+            returned = fn(*args)
+            on_return = out.bits.clone()
+            _kernel.synchronize(timeout_s=timeout, what=f"the GEMM at M×N×K={M}×{N}×{K}")
         torch.cuda.synchronize()
         late = int((on_return != out.bits).sum())
+    else:
+        with library_guard(forbid) as used:
+            returned = fn(*args)
     if used or late:
         msg = library_message(used) if used else (
             f"{_n(late, 'element')} of the output changed after your function returned: work still ran on "

@@ -10,6 +10,7 @@ first.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import html
 import math
@@ -22,7 +23,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .errors import ContextLostError, KernelError, KernelTimeoutError, LaunchError, ToolchainError
 from .gpu import require_gpu
@@ -539,6 +540,25 @@ def synchronize(timeout_s: float = DEFAULT_TIMEOUT_S, stream: Any = None, what: 
     finally:
         if _context_lost is None:
             d.cuEventDestroy(event)
+
+
+@contextlib.contextmanager
+def watched_stream() -> Iterator[Any]:
+    """Make a fresh stream torch's current stream for the ``with`` body.
+
+    Why: torch's default stream is CUDA's legacy default stream, which waits for every other
+    stream, so a snapshot taken on it right after a student's function returns would also wait
+    for work the function left running on a side stream, and "finished when it returned" could
+    not be checked. A fresh stream waits only for what was queued on it (and on the legacy
+    stream), exactly like the events that time a kernel.
+    """
+    import torch
+
+    fresh = torch.cuda.Stream()
+    fresh.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(fresh):
+        yield fresh
+    torch.cuda.current_stream().wait_stream(fresh)
 
 
 def check_errors(timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
