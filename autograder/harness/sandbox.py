@@ -49,10 +49,37 @@ def python_dirs() -> list[str]:
     if user_site and os.path.isdir(user_site):
         dirs.add(user_site)
     out = []
-    for d in sorted(dirs):
-        if not any(d.startswith(s + "/") or d == s for s in SYSTEM_DIRS):
+    for d in sorted(dirs) + _site_roots():
+        if not any(d.startswith(s + "/") or d == s for s in SYSTEM_DIRS) and d not in out:
             out.append(d)
     return out
+
+
+def extra_site_dirs() -> list[str]:
+    """Import folders on ``sys.path`` outside the environment (``PYTHONPATH=/tmp/site``, where a
+    GPU node without network installs carried wheels): the kernel needs them on its PYTHONPATH.
+
+    Only folders inside a site root (a folder holding installed ``*.dist-info``) count, and
+    never the repository or a folder around it, which hold solutions and the gradebook."""
+    repo = str(GEMMLAB_DIR.parent)
+    env = {sys.prefix, sys.base_prefix}
+    found = []
+    for entry in sys.path:
+        d = os.path.realpath(entry) if entry else ""
+        if not d or not os.path.isdir(d) or d in found:
+            continue
+        if d == repo or d.startswith(repo + "/") or repo.startswith(d.rstrip("/") + "/"):
+            continue
+        if not any(d == e or d.startswith(e + "/") for e in env):
+            found.append(d)
+    roots = [d for d in found if glob.glob(os.path.join(glob.escape(d), "*.dist-info"))]
+    return [d for d in found if any(d == r or d.startswith(r + "/") for r in roots)]
+
+
+def _site_roots() -> list[str]:
+    """The folders of :func:`extra_site_dirs` to bind: those not inside another one."""
+    dirs = extra_site_dirs()
+    return [d for d in dirs if not any(d.startswith(o + "/") for o in dirs if o != d)]
 
 
 def gpu_device_nodes() -> list[str]:
@@ -96,7 +123,7 @@ def sandbox_env(spec: SandboxSpec) -> dict[str, str]:
         "HOME": scratch, "TMPDIR": "/tmp", "XDG_CACHE_HOME": f"{scratch}/.cache",
         "GEMMLAB_CACHE": f"{scratch}/.cache/gemmlab", "MPLCONFIGDIR": f"{scratch}/.cache/matplotlib",
         "IPYTHONDIR": f"{scratch}/.ipython", "JUPYTER_RUNTIME_DIR": str(spec.run_dir),
-        "PYTHONPATH": str(GEMMLAB_DIR.parent), "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": os.pathsep.join([str(GEMMLAB_DIR.parent), *extra_site_dirs()]), "PYTHONDONTWRITEBYTECODE": "1",
         "CUDA_VISIBLE_DEVICES": spec.gpu if spec.gpu is not None else "",
         "GEMMLAB_GRADING": "1", "CUTE_DSL_ARCH": os.environ.get("CUTE_DSL_ARCH", "sm_90a"),
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",

@@ -64,15 +64,34 @@ def grade_local(jobs: list[Job], gpus: list[str | None], on_result: OnResult, re
                 with lock:
                     on_result(result)
                 return
-            if on_error is not None:
-                with lock:
-                    on_error(job, last)
+            with lock:
+                report(job, last)
         finally:
             free.put(gpu)
 
+    report, raise_failures = _error_sink(on_error)
     with ThreadPoolExecutor(max_workers=max(1, len(gpus or [None]))) as pool:
         for f in [pool.submit(work, job) for job in jobs]:
             f.result()
+    raise_failures()
+
+
+def _error_sink(on_error: Callable[[Job, str], None] | None):
+    """``(report, raise_failures)``: jobs whose retries ran out go to ``on_error``; without one they
+    are collected and raised together at the end, so a lost grade is never silent."""
+    failed: list[str] = []
+
+    def report(job: Job, why: str) -> None:
+        if on_error is not None:
+            on_error(job, why)
+        else:
+            failed.append(f"{job.get('assignment')}/{job.get('student')}: {why}")
+
+    def raise_failures() -> None:
+        if failed:
+            raise InfraError(f"{len(failed)} submission(s) could not be graded:\n" + "\n".join(failed[:20]))
+
+    return report, raise_failures
 
 
 def grade_ray(jobs: list[Job], on_result: OnResult, address: str | None = None, gpus_per_task: float = 1,
@@ -98,6 +117,7 @@ def grade_ray(jobs: list[Job], on_result: OnResult, address: str | None = None, 
         gpu = ",".join(str(int(i)) for i in ids) if ids else None
         return run_job(dict(job, gpu=gpu, worker=f"{ray.util.get_node_ip_address()} gpu {gpu}"))
 
+    report, raise_failures = _error_sink(on_error)
     try:
         pending = {task.remote(job): job for job in jobs}
         while pending:
@@ -107,10 +127,10 @@ def grade_ray(jobs: list[Job], on_result: OnResult, address: str | None = None, 
             try:
                 result = ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - retries exhausted: report, never drop silently
-                if on_error is not None:
-                    on_error(job, f"{type(exc).__name__}: {str(exc)[:500]}")
+                report(job, f"{type(exc).__name__}: {str(exc)[:500]}")
                 continue
             on_result(result)
     finally:
         if started:
             ray.shutdown()
+    raise_failures()
