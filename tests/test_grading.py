@@ -95,6 +95,25 @@ print(json.dumps({"seen": seen, "writable": writable, "net": net, "uid": os.getu
     assert report["pids"] <= 3, "the sandbox sees the host's processes"
 
 
+def test_site_folders_on_pythonpath_are_bound_but_never_the_repository(tmp_path: Path, monkeypatch) -> None:
+    """Carried wheels in a PYTHONPATH folder (a GPU node without network) must reach the kernel;
+    the checkout, or a folder around it, must not, and neither may a folder with no installed packages."""
+    site_dir = tmp_path / "site"
+    (site_dir / "pkg-1.0.dist-info").mkdir(parents=True)
+    (site_dir / "inner").mkdir()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    repo = sb.GEMMLAB_DIR.parent
+    monkeypatch.setattr(sys, "path", [str(repo), str(repo.parent), str(site_dir), str(site_dir / "inner"),
+                                      str(plain), *sys.path])
+    assert sb.extra_site_dirs()[:2] == [str(site_dir), str(site_dir / "inner")]
+    bound = sb.python_dirs()
+    assert str(site_dir) in bound and str(site_dir / "inner") not in bound, "bind the site root once"
+    assert not any(d in (str(repo), str(repo.parent), str(plain)) for d in bound)
+    env = sb.sandbox_env(sb.SandboxSpec(tmp_path, tmp_path))
+    assert env["PYTHONPATH"].split(os.pathsep)[:3] == [str(repo), str(site_dir), str(site_dir / "inner")]
+
+
 # --------------------------------------------------------------------------- integrity (no kernel)
 @pytest.mark.parametrize("kind", gf.SURGERY)
 def test_tests_cannot_be_edited_deleted_skipped_or_retagged(course: Path, kind: str) -> None:
@@ -303,3 +322,24 @@ def test_real_course_notebook_full_marks_and_zero() -> None:
             assert r["score"] == r["max_score"] > 0 and not r["events"], (bad, r["events"])
         else:
             assert r["score"] == 0, r["cells"]
+
+
+def test_grade_local_never_drops_a_job_silently(monkeypatch) -> None:
+    """A job whose retries run out is reported: to on_error when given, else raised at the end."""
+    from autograder.harness import scale
+    from autograder.harness.runner import InfraError
+
+    def run_job(job):
+        if job["student"] == "broken":
+            raise InfraError("kernel did not start")
+        return {"student": job["student"]}
+
+    monkeypatch.setattr(scale, "run_job", run_job)
+    jobs = [{"assignment": "a", "student": s} for s in ("ok1", "broken", "ok2")]
+    graded: list = []
+    with pytest.raises(InfraError, match="a/broken: kernel did not start"):
+        scale.grade_local(jobs, [None], graded.append, retries=1)
+    assert sorted(r["student"] for r in graded) == ["ok1", "ok2"]
+    errors: list = []
+    scale.grade_local(jobs, [None, None], lambda r: None, retries=0, on_error=lambda j, why: errors.append(why))
+    assert errors == ["kernel did not start"]
