@@ -165,8 +165,8 @@ GPU_KERNELS = {
 
 def gpu_source_notebook() -> nbformat.NotebookNode:
     src = ("SRC = r'''\n#include <cuda_fp16.h>\nextern \"C\" __global__ void gemm_tn(const __half* A, const __half* B, "
-           "__half* D, int M, int N, int K) {\n    ### BEGIN SOLUTION\n" + GPU_KERNELS["honest"] +
-           "\n    ### END SOLUTION\n}\n'''\n" + GPU_LAUNCHER)
+           "__half* D, int M, int N, int K) {\n    // ### BEGIN SOLUTION\n" + GPU_KERNELS["honest"] +
+           "\n    // ### END SOLUTION\n}\n'''\n" + GPU_LAUNCHER)
     cells = [
         _cell("code", "import warnings\nwarnings.filterwarnings('ignore')\nimport torch\nimport gemmlab", "setup",
               locked=True),

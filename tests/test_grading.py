@@ -343,3 +343,20 @@ def test_grade_local_never_drops_a_job_silently(monkeypatch) -> None:
     errors: list = []
     scale.grade_local(jobs, [None, None], lambda r: None, retries=0, on_error=lambda j, why: errors.append(why))
     assert errors == ["kernel did not start"]
+
+
+@pytest.mark.parametrize("kind", ["source", *sorted(gf.GPU_KERNELS)])
+def test_gpu_fixture_kernels_compile(kind: str) -> None:
+    """The GPU grading test's kernels compile (for sm_90a, no GPU needed), so that on the GPU a
+    submission loses points for what its kernel does at run time, never for a broken fixture."""
+    import ast
+
+    from gemmlab import compiler
+
+    if kind == "source":
+        cell = next(c for c in gf.gpu_source_notebook().cells if "SRC = " in c.source)
+    else:
+        release = gf.gpu_source_notebook()
+        cell = next(c for c in gf.gpu_submission(release, kind).cells if "SRC = " in c.source)
+    assign = next(n for n in ast.parse(cell.source).body if isinstance(n, ast.Assign))
+    compiler.compile_to(ast.literal_eval(assign.value), "gemm_tn", arch="sm_90a")
