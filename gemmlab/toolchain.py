@@ -8,6 +8,7 @@ looks at both, honouring ``CUDA_HOME``/``CUDA_PATH``). Each missing piece raises
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import re
 import sys
@@ -36,6 +37,22 @@ def _pathfinder():
 
 
 @functools.lru_cache(maxsize=1)
+def _import_torch_first() -> None:
+    """Import torch, where installed, before libnvrtc is loaded into this process.
+
+    Why: on the H100 machines (torch 2.11+cu130) ``import torch`` after NVRTC compiles failed
+    inside torch's own schema parser ("expected ident but found ')'"), which would break a
+    notebook or ``gemmlab check`` that compiles before it touches torch. Imported first, torch
+    comes up normally. Compile-only machines without torch skip this.
+    """
+    if "torch" in sys.modules or importlib.util.find_spec("torch") is None:
+        return
+    try:
+        import torch  # noqa: F401
+    except Exception:  # noqa: BLE001 - a broken torch is reported where torch is needed, not here
+        pass
+
+
 def nvrtc():
     """The ``cuda.bindings.nvrtc`` module with libnvrtc loaded, or a ToolchainError saying what to install."""
     try:
@@ -45,6 +62,7 @@ def nvrtc():
             f"cuda-python (cuda.bindings) is not installed, so kernels cannot be compiled. "
             f"Install it: pip install '{BINDINGS_PIP}'"
         ) from exc
+    _import_torch_first()
     try:
         _pathfinder().load_nvidia_dynamic_lib("nvrtc")
         err, _major, _minor = module.nvrtcVersion()
