@@ -35,7 +35,10 @@ KERNELS = [
     ("05_global_gemm", "gemm05_dsl"),
     ("06_pipelining", "gemm06_cpp"),
     ("06_pipelining", "gemm06_dsl"),
+    ("07_hopper", "hopper_one_tile"),
     ("07_hopper", "hopper_pipelined"),
+    ("07_hopper", "hopper_ws_one_tile_per_cta"),
+    ("07_hopper", "hopper_ws_persistent"),
     ("07_hopper", "hopper_ws"),
     ("08_cuda_ladder", "ladder_naive"),
     ("08_cuda_ladder", "ladder_smem"),
@@ -44,6 +47,19 @@ KERNELS = [
     ("08_cuda_ladder", "ladder_swizzle"),
     ("08_cuda_ladder", "ladder_any"),
 ]
+#: Notebook 07's steps that are the capstone kernel with fewer of its ideas switched on: the
+#: cell's module-level settings are changed before the first compile (the DSL's compile cache
+#: keys on the globals a kernel reads). name -> (kernel whose cell defines it, settings).
+VARIANTS = {
+    # warp-specialized producer/consumers, but one output tile per CTA (grid = all tiles), no cluster
+    "hopper_ws_one_tile_per_cta": ("hopper_ws", {"WS_CLUSTER_M": 1, "WS_SMS": 1 << 30}),
+    # + persistent CTAs (one per SM) walking tiles in grouped (L2-friendly) order, no cluster
+    "hopper_ws_persistent": ("hopper_ws", {"WS_CLUSTER_M": 1}),
+    # hopper_ws itself adds 2-CTA clusters with TMA multicast of B: the capstone
+}
+#: Kernels that compute one fixed tile (notebook 07's first step, one CTA): checked and timed at that
+#: shape only; their "ratio" is a latency comparison with cuBLAS on the same tiny problem.
+FIXED_SHAPE = {"hopper_one_tile": (64, 128, 64)}
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 DTYPES = ["float16", "bfloat16"]
 #: Odd, tiny, skinny and unaligned shapes every solution must get right.
@@ -124,7 +140,7 @@ def tags_for(assignment: str, name: str) -> list[str]:
     import solution_cells
 
     nb = nbformat.read(solution_cells.notebook_path(assignment), as_version=4)
-    others = {f"kernel:{n}" for _, n in KERNELS if n != name}
+    others = {f"kernel:{n}" for _, n in KERNELS if n != name and n not in VARIANTS}
     tags = [t for c in nb.cells if c.cell_type == "code" for t in c.get("metadata", {}).get("tags", [])
             if t.startswith("kernel:") and t not in others]
     if f"kernel:{name}" not in tags:
@@ -136,10 +152,16 @@ def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = N
     """(gemm function, namespace), or raise LookupError with a reason to print and skip."""
     import solution_cells
 
+    alias = name
+    name, settings = VARIANTS.get(name, (name, {}))
     try:
         ns = solution_cells.load_namespace(assignment, tags_for(assignment, name))
     except solution_cells.SolutionCellError as err:
         raise LookupError(str(err)) from None
+    for key, value in settings.items():
+        if key not in ns:
+            raise LookupError(f"{alias}: the cell of {name} no longer defines {key}")
+        ns[key] = value
     if overrides:
         configure = ns.get(f"configure_{name.rsplit('_', 1)[-1]}")
         if not callable(configure):
@@ -192,13 +214,17 @@ def run_kernel(assignment: str, name: str, args, shapes, dtypes) -> KernelReport
         rep.status, rep.reason = "skipped", str(err)
         print(f"- {name}: skipped ({err})")
         return rep
-    rep.convention = conv = convention_of(fn, ns, name)
-    check_shapes = declared(ns, name, "CHECK_SHAPES", ODD_SHAPES)
-    kernel_dtypes = declared(ns, name, "DTYPES", DTYPES)
+    base = VARIANTS.get(name, (name,))[0]
+    rep.convention = conv = convention_of(fn, ns, base)
+    check_shapes = declared(ns, base, "CHECK_SHAPES", ODD_SHAPES)
+    if name in FIXED_SHAPE:
+        check_shapes = shapes = [FIXED_SHAPE[name]]
+    kernel_dtypes = declared(ns, base, "DTYPES", DTYPES)
     dev = "cuda"
-    A = torch.randn(256, 256, device=dev).half()
-    B = torch.randn(256, 256, device=dev).half()
-    D = torch.empty(256, 256, device=dev).half()
+    m, n, k = FIXED_SHAPE.get(name, (256, 256, 256))
+    A = torch.randn(m, k, device=dev).half()
+    B = torch.randn((n, k) if conv == "tn" else (k, n), device=dev).half()
+    D = torch.empty(m, n, device=dev).half()
     t0 = time.perf_counter()
     try:
         fn(A, B, D) if conv == "tn" else fn(A, B, D, 1.0, 0.0)
