@@ -27,15 +27,17 @@ def dsl_ns():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("vec", [8, 1])
-def test_cpp_solution_compiles(cpp_ns, vec):
+@pytest.mark.parametrize("vec, dtype", [(8, torch.float16), (1, torch.float16), (8, torch.bfloat16)])
+def test_cpp_solution_compiles(cpp_ns, vec, dtype):
     import gemmlab
 
-    kernel = gemmlab.compile(cpp_ns["GEMM05_CPP"], "gemm05", arch="sm_90a", options=(f"-DVEC={vec}",))
+    name = f"gemm05<{cpp_ns['CUTE_TYPES'][dtype]}>"
+    kernel = gemmlab.compile(cpp_ns["GEMM05_CPP"], name, arch="sm_90a", options=(f"-DVEC={vec}",))
     res = kernel.resources
     assert not res.spills or vec == 1, f"VEC={vec} spills: {res}"
     ptx = kernel.ptx
     assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix.sync.aligned" in ptx and ".trans" in ptx
+    assert (".bf16.bf16" in ptx) == (dtype == torch.bfloat16), "the MMA instruction must match the element type"
     if vec == 8:
         assert "cp.async.ca.shared.global" in ptx and ", 16;" in ptx
     else:

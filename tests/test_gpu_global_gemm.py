@@ -36,9 +36,13 @@ def test_correct_on_odd_and_unaligned_shapes(gemm):
     name, fn = gemm
     rnd = random.Random()
     shapes = SHAPES + [(rnd.randint(1, 1500), rnd.randint(1, 1500), rnd.randint(1, 1500)) for _ in range(6)]
-    for beta in (0.5, 0.0, -1.0):
-        result = gemmlab.check_gemm(fn, convention="nn", shapes=shapes, alpha=rnd.choice([1.0, -0.75]), beta=beta)
-        assert result.passed, f"{name}, beta={beta}:\n{result}"
+    import torch
+
+    for dtype in (torch.float16, torch.bfloat16):
+        for beta in (0.5, 0.0, -1.0):
+            result = gemmlab.check_gemm(fn, convention="nn", shapes=shapes, dtype=dtype,
+                                        alpha=rnd.choice([1.0, -0.75]), beta=beta)
+            assert result.passed, f"{name}, {dtype}, beta={beta}:\n{result}"
 
 
 def test_beta_zero_does_not_read_c(gemm):
@@ -59,6 +63,7 @@ def test_padded_rows(gemm, pad):
     check_padded_rows(fn, name, pad)
 
 
+@pytest.mark.timing
 def test_speed_against_cublas(gemm):
     import gemmlab
 
