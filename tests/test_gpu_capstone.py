@@ -64,6 +64,7 @@ def _graded_namespace(ns: dict) -> dict:
     return g
 
 
+@pytest.mark.timing
 def test_speed_cell_records_and_the_solution_earns_full_speed_points(ns: dict) -> None:
     text, points = _run_speed_cell(_graded_namespace(ns))
     print("\n" + text)

@@ -129,6 +129,7 @@ def test_wmma_loads_become_ldmatrix(ns):
     assert "LDSM" in sass and "HMMA" in sass and "LDGSTS" in sass
 
 
+@pytest.mark.timing
 def test_last_rung_speed(ns):
     import gemmlab
 
@@ -137,6 +138,7 @@ def test_last_rung_speed(ns):
     bar.raise_if_failed()
 
 
+@pytest.mark.timing
 def test_ladder_table(ns):
     """Not a pass/fail on speed: prints every rung's TFLOPS and ratio at 4096^3 (the notebook's chart)."""
     import gemmlab

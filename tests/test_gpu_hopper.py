@@ -57,6 +57,7 @@ def test_kernel_is_correct(ns: dict, name: str, suite: str, dtype) -> None:
     assert result.passed, f"{name} {dtype} {suite}:\n{result}"
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("shape,target", [((4096,) * 3, TARGET_4096), ((8192,) * 3, TARGET_8192)])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_capstone_speed(ns: dict, shape, target: float, dtype) -> None:

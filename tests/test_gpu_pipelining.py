@@ -50,6 +50,7 @@ def test_solution_on_unaligned_and_long_k_shapes(gemm) -> None:
     assert result.passed, f"{name}:\n{result}"
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192)])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_solution_reaches_target_ratio(gemm, shape, dtype) -> None:
@@ -63,6 +64,7 @@ def test_solution_reaches_target_ratio(gemm, shape, dtype) -> None:
         f"`python benchmarks/solutions.py --only {name} --set {name}:STAGES=5` (see the configure_* functions).")
 
 
+@pytest.mark.timing
 def test_notebook_bar_is_below_solution(gemm) -> None:
     """The notebook's graded MIN_RATIO must leave the solution a margin on this GPU."""
     import re

@@ -95,6 +95,7 @@ def test_solutions_run_without_gpu(assignment: str) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_solutions_run_on_gpu(assignment: str) -> None:
     """Same notebooks, GPU cells really running and their checks really checking."""

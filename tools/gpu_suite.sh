@@ -6,7 +6,13 @@
 #   bash tools/gpu_suite.sh [WHEELHOUSE_DIR ...]
 #
 # Environment: OUT (log folder), GEMMLAB_SUITE_PARTS (space-separated subset of:
-# tests banks bench-toolchain bench-dsl bench-solutions autograde), PYTEST_ARGS.
+# tests banks bench-toolchain bench-dsl bench-solutions autograde), PYTEST_ARGS,
+# GEMMLAB_SUITE_JOBS (parallel pytest processes for the GPU tests that assert no speed; default 4).
+#
+# Device time is scarce and cold C++ compiles take ~20 s each on one core, so the "tests" part
+# runs the GPU tests that assert no speed in several pytest processes at once (one per group of
+# test files, sharing the on-disk compile cache), then the tests marked `timing` alone, on a
+# quiet GPU, with the kernels they need already compiled.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-out}"
@@ -46,7 +52,23 @@ for part in $PARTS; do
     tests)
       timeout_opt=""
       python3 -c "import pytest_timeout" 2>/dev/null && timeout_opt="--timeout=600"
-      run tests python3 -m pytest -m gpu -q $timeout_opt ${PYTEST_ARGS:-} -p no:cacheprovider ;;
+      jobs=${GEMMLAB_SUITE_JOBS:-4}
+      mapfile -t files < <(python3 -m pytest -m "gpu and not timing" --collect-only -q -p no:cacheprovider \
+                             ${PYTEST_ARGS:-} 2>/dev/null | grep "::" | cut -d: -f1 | sort -u)
+      echo "=== tests: ${#files[@]} files with GPU tests that assert no speed, in $jobs processes"
+      pids=()
+      for ((j = 0; j < jobs; j++)); do
+        group=()
+        for ((i = j; i < ${#files[@]}; i += jobs)); do group+=("${files[i]}"); done
+        [ ${#group[@]} -eq 0 ] && continue
+        python3 -m pytest -m "gpu and not timing" -q $timeout_opt -p no:cacheprovider --durations=10 -rfE \
+          ${PYTEST_ARGS:-} "${group[@]}" >"$OUT/tests-$j.log" 2>&1 &
+        pids+=($!)
+      done
+      for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+      for ((j = 0; j < jobs; j++)); do [ -f "$OUT/tests-$j.log" ] && tail -n 4 "$OUT/tests-$j.log"; done
+      run tests-timing python3 -m pytest -m "gpu and timing" -q $timeout_opt -p no:cacheprovider -rfE \
+        ${PYTEST_ARGS:-} ;;
     banks) run banks python3 benchmarks/bank_validation.py --out "$OUT/bank_measurements.json" ;;
     bench-toolchain) run bench-toolchain python3 benchmarks/toolchain.py ;;
     bench-dsl) run bench-dsl python3 benchmarks/dsl_compile.py ;;
