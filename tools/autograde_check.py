@@ -8,6 +8,7 @@ the GPU cells only compile, so there this checks the grading machinery, not the 
 
     python tools/autograde_check.py                       # every assignment
     python tools/autograde_check.py 00_gpu_and_roofline --keep /tmp/ag
+    python tools/autograde_check.py --jobs 4              # four assignments at a time
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +61,9 @@ def check(assignment: str, course: Path) -> dict[str, tuple[float, float]]:
     for student in STUDENTS:
         dest = course / "submitted" / student / assignment
         shutil.copytree(handed_in[student], dest, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        start = time.perf_counter()
         proc = _nbgrader(course, "autograde", assignment, "--force", f"--student={student}")
+        print(f"  {assignment}/{student}: nbgrader autograde {time.perf_counter() - start:.0f} s", flush=True)
         if proc.returncode != 0:
             raise RuntimeError(f"autograde {assignment} for {student!r} crashed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     from nbgrader.api import Gradebook
@@ -74,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("assignments", nargs="*", help="default: every assignment under solutions/")
     parser.add_argument("--keep", type=Path, help="grade in this folder and keep it (autograded notebooks, logs)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="assignments graded at once, each in its own course folder (compiles run in "
+                             "parallel; on a GPU the performance bars then share it)")
     args = parser.parse_args(argv)
     names = args.assignments or release.assignments()
     course = args.keep or Path(tempfile.mkdtemp(prefix="gemmlab-autograde-"))
@@ -84,19 +92,24 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(ROOT))
         from gemmlab.gpu import has_gpu
     print(f"autograding in {course} ({'GPU' if has_gpu() else 'no GPU: GPU cells only compile'})")
-    ok = True
-    for name in names:
+    def one(name: str) -> bool:
+        start = time.perf_counter()
+        folder = course / name if args.jobs > 1 else course
+        folder.mkdir(parents=True, exist_ok=True)
         try:
-            scores = check(name, course)
+            scores = check(name, folder)
         except RuntimeError as err:
-            print(f"{name}: FAILED\n{err}")
-            ok = False
-            continue
+            print(f"{name}: FAILED after {time.perf_counter() - start:.0f} s\n{err}", flush=True)
+            return False
         sol, unt = scores["solution"], scores["untouched"]
         good = sol[0] == sol[1] and sol[1] > 0 and unt[0] == 0
-        ok &= good
         print(f"{name}: solutions {sol[0]:g}/{sol[1]:g}, untouched release {unt[0]:g}/{unt[1]:g}"
-              f"  {'ok' if good else 'WRONG (want full marks and zero)'}")
+              f"  {'ok' if good else 'WRONG (want full marks and zero)'}  ({time.perf_counter() - start:.0f} s)",
+              flush=True)
+        return good
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        ok = all(list(pool.map(one, names)))
     if not args.keep:
         shutil.rmtree(course, ignore_errors=True)
     return 0 if ok else 1
