@@ -7,7 +7,8 @@
 #
 # Environment: OUT (log folder), GEMMLAB_SUITE_PARTS (space-separated subset of:
 # tests banks bench-toolchain bench-dsl bench-solutions autograde), PYTEST_ARGS,
-# GEMMLAB_SUITE_JOBS (parallel pytest processes for the GPU tests that assert no speed; default 4).
+# GEMMLAB_SUITE_JOBS (parallel pytest processes for the GPU tests that assert no speed; default 4),
+# GEMMLAB_AUTOGRADE_JOBS (assignments autograded at once; default 1, since performance bars share the GPU).
 #
 # Device time is scarce and cold C++ compiles take ~20 s each on one core, so the "tests" part
 # runs the GPU tests that assert no speed in several pytest processes at once (one per group of
@@ -73,7 +74,7 @@ for part in $PARTS; do
     bench-toolchain) run bench-toolchain python3 benchmarks/toolchain.py ;;
     bench-dsl) run bench-dsl python3 benchmarks/dsl_compile.py ;;
     bench-solutions) run bench-solutions python3 benchmarks/solutions.py ;;
-    autograde) run autograde python3 tools/autograde_check.py ;;
+    autograde) run autograde python3 tools/autograde_check.py --jobs "${GEMMLAB_AUTOGRADE_JOBS:-1}" ;;
     *) echo "unknown part $part"; status=1 ;;
   esac
 done
