@@ -105,3 +105,22 @@ def test_05_kernels_are_the_cells_gemm_functions_and_the_dsl_one_compiles(bench)
     kernel.arch = "sm_90a"
     kernel.compile_for(A, B, D, 1.0, 0.0, ns["load_vector_elems"](A, B))
     assert "mma.sync.aligned.m16n8k16" in kernel.ptx
+
+
+def test_07_steps_are_the_capstone_with_ideas_switched_off(bench) -> None:
+    """Each notebook-07 step the benchmark derives from hopper_ws changes settings the cell still
+    defines, and the settings reach the compiled kernel (no multicast without a cluster)."""
+    import torch
+
+    import gemmlab
+
+    args = [torch.empty(s, dtype=torch.float16) for s in ((512, 256), (384, 256), (512, 384))]
+    ptx = {}
+    for name in ("hopper_ws_persistent", "hopper_ws"):
+        fn, ns = bench.load_kernel("07_hopper", name)
+        assert callable(fn)
+        for key, value in bench.VARIANTS.get(name, ("", {}))[1].items():
+            assert ns[key] == value
+        ptx[name] = gemmlab.dsl.compile(ns["ws_jit"], *args, arch="sm_90a").ptx
+    assert ".multicast::cluster" in ptx["hopper_ws"] and ".multicast::cluster" not in ptx["hopper_ws_persistent"]
+    assert set(bench.FIXED_SHAPE) <= {n for _, n in bench.KERNELS}
