@@ -546,11 +546,11 @@ def synchronize(timeout_s: float = DEFAULT_TIMEOUT_S, stream: Any = None, what: 
 def watched_stream() -> Iterator[Any]:
     """Make a fresh stream torch's current stream for the ``with`` body.
 
-    Why: torch's default stream is CUDA's legacy default stream, which waits for every other
-    stream, so a snapshot taken on it right after a student's function returns would also wait
-    for work the function left running on a side stream, and "finished when it returned" could
-    not be checked. A fresh stream waits only for what was queued on it (and on the legacy
-    stream), exactly like the events that time a kernel.
+    Why: torch's default stream is CUDA's legacy default stream, which synchronizes with every
+    blocking stream, so a snapshot taken on it right after a student's function returns could
+    wait for work the function left running on a side stream, and "finished when it returned"
+    could not be checked. A fresh stream runs the snapshot as soon as the work queued on it is
+    done; the GPU test of a side-stream launch (tests/test_gpu_grading.py) checks this.
     """
     import torch
 
