@@ -13,7 +13,8 @@ first checked with ``gemmlab.check_gemm`` on odd shapes (fp16 and bf16), then ti
 markdown table, saves ``results.json`` and ``solutions.png`` under ``--out``, and exits 1
 if any correctness check fails (2 if there is no GPU). ``--set NAME:KEY=VALUE`` changes a
 kernel's configuration through the ``configure_<front-end>(**changes)`` function its cell
-defines, for tuning runs.
+defines, or through the cell's integer constants (e.g. ``--set hopper_ws:WS_GROUP_M=16``) where
+it defines no such function, for tuning runs.
 """
 from __future__ import annotations
 
@@ -164,10 +165,14 @@ def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = N
         ns[key] = value
     if overrides:
         configure = ns.get(f"configure_{name.rsplit('_', 1)[-1]}")
-        if not callable(configure):
-            raise LookupError(f"the cell of {name} defines no configure_{name.rsplit('_', 1)[-1]}(**changes) "
-                              "to apply --set")
-        configure(**overrides)
+        if callable(configure):
+            configure(**overrides)
+        else:  # a DSL cell configured by module-level constants (WS_STAGES = 3 ...): set them
+            unknown = [k for k in overrides if not isinstance(ns.get(k), int)]
+            if unknown:
+                raise LookupError(f"the cell of {name} defines no configure_{name.rsplit('_', 1)[-1]}(**changes) "
+                                  f"and no integer constant {', '.join(unknown)} to apply --set")
+            ns.update(overrides)
     # The cell defines the GEMM function itself (notebook 05 builds it with cpp_gemm_from/dsl_gemm_from);
     # wrapping it again would hand the finished 5-argument function to a factory that expects a kernel.
     fn = ns.get(name)

@@ -124,3 +124,10 @@ def test_07_steps_are_the_capstone_with_ideas_switched_off(bench) -> None:
         ptx[name] = gemmlab.dsl.compile(ns["ws_jit"], *args, arch="sm_90a").ptx
     assert ".multicast::cluster" in ptx["hopper_ws"] and ".multicast::cluster" not in ptx["hopper_ws_persistent"]
     assert set(bench.FIXED_SHAPE) <= {n for _, n in bench.KERNELS}
+
+
+def test_set_reaches_a_dsl_cells_integer_constants(bench) -> None:
+    _, ns = bench.load_kernel("07_hopper", "hopper_ws", {"WS_GROUP_M": 16, "WS_STAGES": 4})
+    assert ns["WS_GROUP_M"] == 16 and ns["WS_STAGES"] == 4
+    with pytest.raises(LookupError, match="no integer constant NOT_A_SETTING"):
+        bench.load_kernel("07_hopper", "hopper_ws", {"NOT_A_SETTING": 1})
