@@ -13,10 +13,27 @@ from __future__ import annotations
 from typing import Any
 
 
+class NoOutputWidgetMirroring:
+    """Mixin for ``nbclient.NotebookClient`` and its subclasses (nbconvert's
+    ``ExecutePreprocessor``, nbgrader's ``Execute``): no widget is imitated, so nothing is
+    sent back to the kernel.
+
+    It overrides the method that builds the imitations rather than emptying
+    ``widget_registry`` on the instance, because ``ExecutePreprocessor.preprocess`` runs
+    ``NotebookClient.__init__`` again, which restores the registry (the autograder then
+    stalled for a whole cell timeout now and then).
+    """
+
+    def on_comm_open_jupyter_widget(self, msg: dict) -> None:  # noqa: ARG002 - nbclient's signature
+        return None
+
+
 def disable_output_widget_mirroring(client: Any) -> Any:
-    """Stop ``client`` (an nbclient ``NotebookClient`` or nbconvert/nbgrader executor) from
-    sending Output-widget state to the kernel; returns the client."""
+    """Stop an already built ``client`` from sending Output-widget state to the kernel, for
+    ``client.execute()`` (a later ``NotebookClient.__init__`` would undo it: for executors
+    that re-initialise, subclass :class:`NoOutputWidgetMirroring` instead); returns the client."""
     client.widget_registry = {}
+    client.comm_open_handlers["jupyter.widget"] = lambda msg: None
     return client
 
 
@@ -24,4 +41,7 @@ def notebook_client(nb: Any, **kwargs: Any) -> Any:
     """An ``nbclient.NotebookClient`` for ``nb`` with Output-widget mirroring off."""
     from nbclient import NotebookClient
 
-    return disable_output_widget_mirroring(NotebookClient(nb, **kwargs))
+    class HeadlessNotebookClient(NoOutputWidgetMirroring, NotebookClient):
+        pass
+
+    return HeadlessNotebookClient(nb, **kwargs)
