@@ -75,13 +75,16 @@ def _events() -> tuple[Any, Any]:
 
 def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = None, rep_ms: float = 100.0,
               flush_l2: bool = True, timeout_s: float | None = None, what: str = "the GEMM",
-              gpu_only: bool = False, before_each: Callable[[], Any] | None = None) -> list[float]:
+              gpu_only: bool = False, before_each: Callable[[], Any] | None = None,
+              queue_ahead: bool = True) -> list[float]:
     """Milliseconds of each timed call of ``fn()`` on the current stream (L2 flushed before each).
 
     ``gpu_only=True`` times the GPU work alone: batches of calls are queued behind a GPU sleep
     long enough for Python to enqueue them, so Python's launch overhead (tens of microseconds,
     about as long as a whole large copy) is left out. Each time is then a batch average,
     with no L2 flush between calls. ``before_each`` runs before every timed call, outside the timing.
+    ``queue_ahead=False`` enqueues the timed calls one by one as they come (only for comparing
+    methods: benchmarks/timing_method.py).
     """
     import torch
 
@@ -131,12 +134,13 @@ def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = 
         one(_events())
     host_ms = (time.perf_counter() - t0) / 3 * 1e3
     sync()
-    batch = min(n, _BATCH)
-    gate_ms = min(1.5 * batch * host_ms + 0.2, _MAX_GATE_MS)
+    batch = min(n, _BATCH) if queue_ahead else n
+    gate_ms = min(1.5 * batch * host_ms + 0.2, _MAX_GATE_MS) if queue_ahead else 0.0
     cycles = int(_sleep_cycles_per_ms() * gate_ms)
     pairs = [_events() for _ in range(n)]
     for first in range(0, n, batch):
-        torch.cuda._sleep(cycles)
+        if cycles:
+            torch.cuda._sleep(cycles)
         for pair in pairs[first:first + batch]:
             one(pair)
     sync()

@@ -6,7 +6,7 @@
 #   bash tools/gpu_suite.sh [WHEELHOUSE_DIR ...]
 #
 # Environment: OUT (log folder), GEMMLAB_SUITE_PARTS (space-separated subset of:
-# tests banks bench-toolchain bench-dsl bench-solutions autograde), PYTEST_ARGS,
+# tests banks bench-toolchain bench-dsl bench-timing bench-solutions autograde), PYTEST_ARGS,
 # GEMMLAB_SUITE_JOBS (parallel pytest processes for the GPU tests that assert no speed; default 4),
 # GEMMLAB_AUTOGRADE_JOBS (assignments autograded at once; default 1, since performance bars share the GPU).
 #
@@ -73,6 +73,7 @@ for part in $PARTS; do
     banks) run banks python3 benchmarks/bank_validation.py --out "$OUT/bank_measurements.json" ;;
     bench-toolchain) run bench-toolchain python3 benchmarks/toolchain.py ;;
     bench-dsl) run bench-dsl python3 benchmarks/dsl_compile.py ;;
+    bench-timing) run bench-timing python3 benchmarks/timing_method.py ;;
     bench-solutions) run bench-solutions python3 benchmarks/solutions.py ;;
     autograde) run autograde python3 tools/autograde_check.py --jobs "${GEMMLAB_AUTOGRADE_JOBS:-1}" ;;
     *) echo "unknown part $part"; status=1 ;;
