@@ -244,7 +244,10 @@ class SandboxedKernel:
             if sent > limits.output_bytes:
                 run = CellRun("output_limit", message=f"the cell printed more than {limits.output_bytes / 1e6:g} MB; "
                                                       "it was stopped")
-                self._stop_cell(msg_id)
+                # Killed, not interrupted: a flooding kernel has megabytes more queued for us, and
+                # draining them (while its memory grows) took longer than the next cells' time limits
+                # on a busy machine. The runner restarts it and re-runs the cells before the next one.
+                self.kill()
                 break
             if kind == "update_display_data":
                 continue
