@@ -257,13 +257,9 @@ def _verify_once(yours: Callable[[], Any], A: Any, B: Any, out: Any, convention:
     torch.cuda.synchronize()
     from .check import library_guard, library_message
 
-    with _kernel.watched_stream():
-        on_return = torch.empty_like(out)  # allocated before the call: nothing to wait for after it
-        with library_guard(True) as used:
-            yours()
-        on_return.copy_(out)
-        _kernel.synchronize(timeout_s=_kernel.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, what=label)
-    torch.cuda.synchronize()
+    with library_guard(True) as used:
+        _, on_return = _kernel.call_and_snapshot(yours, out, _kernel.DEFAULT_TIMEOUT_S if timeout_s is None
+                                                 else timeout_s, label)
     if used:
         raise BenchIntegrityError(library_message(used))
     got = out.float()

@@ -482,13 +482,9 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     if dev.type == "cuda":
         # What torch's current stream holds when fn returns must be the final result: work left
         # running on another stream would escape bench_gemm's timing.
-        with _kernel.watched_stream():
-            on_return = torch.empty_like(out.bits)  # allocated before the call: nothing to wait for after it
-            with library_guard(forbid) as used:
-                returned = fn(*args)
-            on_return.copy_(out.bits)
-            _kernel.synchronize(timeout_s=timeout, what=f"the GEMM at M×N×K={M}×{N}×{K}")
-        torch.cuda.synchronize()
+        with library_guard(forbid) as used:
+            returned, on_return = _kernel.call_and_snapshot(lambda: fn(*args), out.bits, timeout,
+                                                            f"the GEMM at M×N×K={M}×{N}×{K}")
         late = int((on_return != out.bits).sum())
     else:
         with library_guard(forbid) as used:

@@ -561,6 +561,24 @@ def watched_stream() -> Iterator[Any]:
     torch.cuda.current_stream().wait_stream(fresh)
 
 
+def call_and_snapshot(call: Any, tensor: Any, timeout_s: float, what: str) -> tuple[Any, Any]:
+    """``(call(), copy of tensor as it stood when call returned)``, with all GPU work then finished.
+
+    The call runs on :func:`watched_stream`; the snapshot buffer is allocated before it, so
+    nothing between its return and the copy can wait on the GPU. A snapshot that differs from
+    ``tensor`` afterwards means the call left work running on another stream.
+    """
+    import torch
+
+    with watched_stream():
+        snapshot = torch.empty_like(tensor)
+        returned = call()
+        snapshot.copy_(tensor)
+        synchronize(timeout_s=timeout_s, what=what)
+    torch.cuda.synchronize()
+    return returned, snapshot
+
+
 def check_errors(timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
     """Surface any error from kernels already launched on the current stream (kernels run async)."""
     synchronize(timeout_s=timeout_s, what="a kernel launched earlier")
