@@ -542,19 +542,44 @@ def synchronize(timeout_s: float = DEFAULT_TIMEOUT_S, stream: Any = None, what: 
             d.cuEventDestroy(event)
 
 
+_private_streams: dict[int, Any] = {}
+
+
+def _private_stream(index: int) -> Any:
+    """A non-blocking CUDA stream of gemmlab's own on device ``index``, as a torch stream.
+
+    Why not ``torch.cuda.Stream()``: torch hands out its streams round-robin from a pool of 32
+    per device, so a "fresh" torch stream can be the very stream a student's function queued
+    work on, and a snapshot queued on it would wait for that work. This stream is created once
+    with the driver and is never in torch's pool.
+    """
+    import torch
+
+    stream = _private_streams.get(index)
+    if stream is None:
+        d = _driver()
+        _torch_device()
+        handle = _check(d.cuStreamCreate(int(d.CUstream_flags.CU_STREAM_NON_BLOCKING)),
+                        "creating a CUDA stream")
+        stream = torch.cuda.ExternalStream(int(handle), device=torch.device("cuda", index))
+        _private_streams[index] = stream
+    return stream
+
+
 @contextlib.contextmanager
 def watched_stream() -> Iterator[Any]:
-    """Make a fresh stream torch's current stream for the ``with`` body.
+    """Make gemmlab's private stream torch's current stream for the ``with`` body.
 
     Why: torch's default stream is CUDA's legacy default stream, which synchronizes with every
     blocking stream, so a snapshot taken on it right after a student's function returns could
     wait for work the function left running on a side stream, and "finished when it returned"
-    could not be checked. A fresh stream runs the snapshot as soon as the work queued on it is
-    done; the GPU test of a side-stream launch (tests/test_gpu_grading.py) checks this.
+    could not be checked. A stream of our own, which no student code was given, runs the
+    snapshot as soon as the work queued on it is done; the GPU test of a side-stream launch
+    (tests/test_gpu_grading.py) checks this.
     """
     import torch
 
-    fresh = torch.cuda.Stream()
+    fresh = _private_stream(torch.cuda.current_device())
     fresh.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(fresh):
         yield fresh

@@ -63,6 +63,20 @@ def test_other_stream_launch_is_caught(naive) -> None:
     assert "changed after your function returned" in res.rows[0].message, res
 
 
+def test_watched_stream_is_never_one_of_torchs_pooled_streams() -> None:
+    """torch.cuda.Stream() cycles through 32 pooled streams: were the snapshot stream one of them,
+    a student's side stream could be the same stream and hide late work (seen on the H100)."""
+    import torch
+
+    from gemmlab.kernel import watched_stream
+
+    with watched_stream() as ours:
+        handle = ours.cuda_stream
+    pooled = {torch.cuda.Stream().cuda_stream for _ in range(96)}
+    assert handle not in pooled
+    assert handle != torch.cuda.current_stream().cuda_stream
+
+
 def test_bench_catches_library_cached_and_late_results(naive) -> None:
     import torch
 
