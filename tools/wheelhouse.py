@@ -39,6 +39,8 @@ GPU_TEST = [
     "nbformat", "fastjsonschema", "jsonschema", "jsonschema-specifications", "referencing", "rpds-py",
     "attrs", "nbclient", "jupyter-client", "jupyter-core", "platformdirs", "pyzmq", "tornado",
     "python-dateutil", "six", "ipykernel", "debugpy", "nest-asyncio2", "packaging",
+    # tools/gpu_suite.sh spreads the GPU tests over processes (cold C++ compiles are ~20 s each).
+    "pytest-xdist", "execnet",
 ]
 #: The full course adds JupyterLab and nbgrader; their (many) dependencies are resolved by pip.
 COURSE_EXTRA = ["jupyterlab", "notebook", "nbgrader", "nbconvert"]
