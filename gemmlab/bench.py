@@ -275,6 +275,50 @@ def _verify_once(yours: Callable[[], Any], A: Any, B: Any, out: Any, convention:
             "(run check_gemm first)")
 
 
+#: Slack for a device-wide synchronize's own latency when comparing wall time with GPU time (ms).
+_SYNC_SLACK_MS = 0.1
+
+
+def left_work_running(wall_ms: float, host_ms: float, gpu_ms: float) -> bool:
+    """Whether calls that took ``wall_ms`` from their start to an idle GPU left work behind, given
+    ``host_ms`` in Python per call and ``gpu_ms`` of timed work on torch's current stream.
+
+    A call whose work all runs on the current stream is done, at the latest, its Python time
+    plus its GPU time after it starts; half the GPU time again and a little slack cover clocks
+    and the synchronize itself.
+    """
+    return wall_ms > host_ms + 1.5 * gpu_ms + _SYNC_SLACK_MS
+
+
+def _verify_nothing_left_running(yours: Callable[[], Any], gpu_ms: float, label: str, calls: int = 5) -> None:
+    """Time a few calls from their start until the whole GPU is idle; raise if that is far longer
+    than the work the timing saw on torch's current stream.
+
+    Why, beside the snapshot in :func:`_verify_once`: that snapshot runs on a stream of our own,
+    and CUDA maps streams onto a few hardware queues (``CUDA_DEVICE_MAX_CONNECTIONS``), so it can
+    queue behind a side stream's work and see the finished result (seen on the H100). A device-wide
+    synchronize cannot be fooled that way.
+    """
+    import torch
+
+    walls, hosts = [], []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        yours()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        walls.append((time.perf_counter() - t0) * 1e3)
+        hosts.append((t1 - t0) * 1e3)
+    wall_ms, host_ms = statistics.median(walls), statistics.median(hosts)
+    if left_work_running(wall_ms, host_ms, gpu_ms):
+        raise BenchIntegrityError(
+            f"{label}: the GPU was still busy after the function returned: {wall_ms:.3f} ms from a call's start "
+            f"until the GPU was idle, but only {gpu_ms:.3f} ms of work ran on torch's current stream (and "
+            f"{host_ms:.3f} ms in Python). The timing misses work left running on another stream: launch on "
+            "torch's current stream (torch.cuda.current_stream()).")
+
+
 def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096, 4096), convention: str = "tn",
                dtype: Any = None, out_dtype: Any = None, warmup_ms: float = 25.0, rep: int | None = None,
                rep_ms: float = 100.0, flush_l2: bool = True, alpha: float = 1.0, beta: float = 0.0,
@@ -322,6 +366,7 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
             raise BenchIntegrityError(library_message(used))
         if check:
             _verify_once(yours, A, B, out, convention, alpha, beta, timeout_s, label)
+            _verify_nothing_left_running(yours, statistics.median(times), label)
         cublas = _cublas_fn(convention, A, B, ref_out, alpha, beta)
         ctimes = time_cuda(cublas, warmup_ms, rep, rep_ms, flush_l2, timeout_s, what="cuBLAS")
     except torch.cuda.OutOfMemoryError:

@@ -106,3 +106,12 @@ def test_package_names_stay_callable_after_submodule_import():
     fig = gemmlab.roofline([("x", 10.0, 5.0)], peak_tflops=100, bw_gbps=1000)
     assert fig.axes
     assert callable(gemmlab.ceilings)
+
+
+def test_left_work_running_flags_only_calls_that_outlast_their_timed_work() -> None:
+    from gemmlab.bench import left_work_running
+
+    assert not left_work_running(wall_ms=0.30, host_ms=0.05, gpu_ms=0.25)    # an honest 4096³ GEMM
+    assert not left_work_running(wall_ms=0.13, host_ms=0.10, gpu_ms=0.005)   # Python-bound tiny call
+    assert left_work_running(wall_ms=10.5, host_ms=0.05, gpu_ms=0.001)       # sleeps on a side stream
+    assert left_work_running(wall_ms=0.35, host_ms=0.05, gpu_ms=0.005)       # the GEMM hidden on a side stream
