@@ -492,7 +492,8 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     if used or late:
         msg = library_message(used) if used else (
             f"{_n(late, 'element')} of the output changed after your function returned: work still ran on "
-            "another stream; launch on torch's current stream (torch.cuda.current_stream())")
+            "another stream; launch on torch's current stream (torch.cuda.current_stream(); a CuTe DSL @cute.jit "
+            "function takes `stream: cuda.CUstream`, which gemmlab fills in, and passes stream=stream to .launch())")
         return Row(shape, False, math.nan, None, M * N, True, True, msg)
 
     with _exact_reference():
