@@ -145,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-dsl", action="store_true", help="skip the CuTe DSL rows")
     args = parser.parse_args(argv)
     arch = args.arch
-    os.environ.setdefault("GEMMLAB_CACHE", tempfile.mkdtemp(prefix="gemmlab-bench-cache-"))
+    # Always an empty cache of our own: the "cold" row must compile (tools/gpu_suite.sh exports a
+    # shared GEMMLAB_CACHE that the GPU tests have filled).
+    os.environ["GEMMLAB_CACHE"] = tempfile.mkdtemp(prefix="gemmlab-bench-cache-")
     rows: list[tuple[str, dict]] = []
 
     def add(label: str, row: dict) -> None:
