@@ -27,6 +27,7 @@ from . import convert
 from .cubin import resources as cubin_resources
 from .env import load
 from .errors import headline, to_compile_error
+from .launch_messages import captured_c_stdout, launch_error
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_120a")
 _MAX_DEPTH = 3
@@ -126,6 +127,7 @@ class Variant:
     resources: Resources | None
     compile_seconds: float
     hits: int = 0
+    launched: bool = False  # its first launch ran with the DSL's printed complaints captured
 
 
 _VARIANTS: dict[str, Variant] = {}
@@ -253,8 +255,20 @@ class DslKernel:
         if any(getattr(s, "constexpr", False) for s in sig):
             names = [p.name for p, s in zip(self._params, sig) if not getattr(s, "constexpr", False)]
             call_kwargs = dict(zip(names, runtime))
+        run = (lambda: variant.compiled(**call_kwargs)) if call_kwargs is not None else (lambda: variant.compiled(*runtime))
         try:
-            status = variant.compiled(**call_kwargs) if call_kwargs is not None else variant.compiled(*runtime)
+            if variant.launched:
+                status = run()
+            else:
+                # The DSL prints (to C's stdout) and skips a launch whose shared memory is too large:
+                # read what the first launch of this variant prints, and raise instead.
+                with captured_c_stdout() as printed:
+                    status = run()
+                variant.launched = True
+                complaint = launch_error("".join(printed), self.name)
+                if complaint is not None:
+                    variant.launched = False
+                    raise complaint
         except GemmlabError:
             raise
         except Exception as exc:
