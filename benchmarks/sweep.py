@@ -112,11 +112,14 @@ def measure(kernel: str, variant: Variant, shapes, dtypes: list[str], check: boo
     try:
         fn, conv, check_shapes = load(kernel, variant.changes)
         if check:
-            variant.correct = all(gemmlab.check_gemm(fn, convention=conv, dtype=getattr(torch, dt),
-                                                     shapes=check_shapes).passed for dt in dtypes)
-            if not variant.correct:
-                variant.error = "wrong on the odd shapes"
-                return
+            for dt in dtypes:
+                result = gemmlab.check_gemm(fn, convention=conv, dtype=getattr(torch, dt), shapes=check_shapes)
+                if not result.passed:
+                    bad = next((r for r in result.rows if not r.passed), None)
+                    variant.correct = False
+                    variant.error = f"wrong on the odd shapes ({dt}: {bad.message if bad else 'failed'})"[:200]
+                    return
+            variant.correct = True
         for shape in shapes:
             for dt in dtypes:
                 r = gemmlab.bench_gemm(fn, shape=shape, convention=conv, dtype=getattr(torch, dt), label=kernel)
