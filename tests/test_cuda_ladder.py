@@ -63,8 +63,10 @@ def test_any_rung_uses_aligned_arrays_and_a_scalar_tail(ns):
 
 def test_dynamic_smem_of_the_ring(ns):
     assert ns["ring_smem"](ns["DBUF_CONFIG"]) == 2 * (128 * 32 + 32 * 128) * 2
-    assert ns["ring_smem"](ns["ANY_CONFIG"]) == 3 * (128 * 40 + 32 * 136) * 2
-    assert ns["ANY_CONFIG"]["STAGES"] == 3 and ns["ANY_CONFIG"]["PAD"] == 8
+    assert ns["ring_smem"](ns["ANY_CONFIG"]) == 4 * (128 * 40 + 32 * 136) * 2
+    assert ns["ANY_CONFIG"]["STAGES"] == 4 and ns["ANY_CONFIG"]["PAD"] == 8
+    assert ns["warps_block"](ns["ANY_CONFIG"]) == 128          # 2 x 2 warps of 64 x 64
+    assert ns["warps_block"](dict(ns["ANY_CONFIG"], WARPS_N=4)) == 256   # read at launch: configure() changes it
 
 
 def test_launcher_refuses_what_a_rung_cannot_serve(ns):
