@@ -29,11 +29,15 @@ _UNDER_USE = re.compile(r"Error: shared memory usage in '(?P<kernel>[^']*)' may 
 def captured_c_stdout() -> Iterator[list[str]]:
     """Collect what is written to file descriptor 1 (C's stdout) inside the block into the yielded
     list (one string, after the block), then write it on to the real stdout."""
-    libc = ctypes.CDLL(None)
-    sys.stdout.flush()
-    libc.fflush(None)
-    saved = os.dup(1)
     collected: list[str] = []
+    libc = ctypes.CDLL(None)
+    try:
+        sys.stdout.flush()
+        libc.fflush(None)
+        saved = os.dup(1)
+    except (OSError, ValueError):  # no usable fd 1 (closed or redirected oddly): run uncaptured
+        yield collected
+        return
     with tempfile.TemporaryFile() as sink:
         os.dup2(sink.fileno(), 1)
         try:
