@@ -35,7 +35,7 @@ def captured_c_stdout() -> Iterator[list[str]]:
         sys.stdout.flush()
         libc.fflush(None)
         saved = os.dup(1)
-    except (OSError, ValueError):  # no usable fd 1 (closed or redirected oddly): run uncaptured
+    except (OSError, ValueError, AttributeError):  # no usable fd 1 (closed or redirected oddly): run uncaptured
         yield collected
         return
     with tempfile.TemporaryFile() as sink:
