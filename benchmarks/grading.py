@@ -105,6 +105,13 @@ def _grade(c: Course, jobs: list[dict], gpus: list[str]) -> tuple[float, dict]:
     return time.monotonic() - t0, results
 
 
+def _where() -> str:
+    """Which machine the workers ran on: one GPU each, or CPU workers where there is no GPU."""
+    from gemmlab.gpu import device_name, has_gpu
+
+    return f"one {device_name()} each" if has_gpu() else "no GPU: CPU workers, GPU cells only compile"
+
+
 def bench_one(args, limits) -> None:
     c = _course(args.assignments)
     jobs = _jobs(c, args.assignments, ["one"], limits, not args.no_sandbox)
@@ -145,7 +152,7 @@ def bench_hostile(args, limits) -> None:
     differ = [(k, first[k]["score"], again[k]["score"]) for k in first if k in again
               and first[k]["score"] != again[k]["score"]]
     print(f"{len(students)} submissions ({len(students) // 5} hostile) × {len(args.assignments)} assignments in "
-          f"{took:.1f} s on {len(args.gpus)} GPU(s)")
+          f"{took:.1f} s with {len(args.gpus)} worker(s) ({_where()})")
     print(f"grades recorded: {sum(len(v) for v in scores.values())} of {len(students) * len(args.assignments)}; "
           f"missing: {missing or 'none'}")
     print(f"differ from a clean re-grade: {differ or 'none'}")
