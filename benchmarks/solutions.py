@@ -134,6 +134,11 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, str]], list[tuple[in
     return kernels, shapes, dtypes
 
 
+def assignment_of(name: str) -> str | None:
+    """The assignment whose notebook defines solution kernel (or step) ``name``, else None."""
+    return next((a for a, n in KERNELS if n == name), None)
+
+
 def tags_for(assignment: str, name: str) -> list[str]:
     """The ``kernel:*`` cells to run for ``name``, in notebook order: its own cell plus the shared
     helper cells (a launcher, a vector-width helper...), but not the other solution kernels' cells."""

@@ -62,10 +62,10 @@ def label_of(changes: dict[str, int]) -> str:
 
 
 def assignment_of(kernel: str) -> str:
-    for assignment, name in solutions.KERNELS:
-        if name == kernel:
-            return assignment
-    raise SystemExit(f"unknown kernel {kernel!r}; choose from {[n for _, n in solutions.KERNELS]}")
+    assignment = solutions.assignment_of(kernel)
+    if assignment is None:
+        raise SystemExit(f"unknown kernel {kernel!r}; choose from {[n for _, n in solutions.KERNELS]}")
+    return assignment
 
 
 def load(kernel: str, changes: dict[str, int]):

@@ -81,10 +81,10 @@ def set_in_source(source: str, changes: dict[str, int]) -> str:
 def assignment_of(kernel: str) -> str:
     import solutions
 
-    for assignment, name in solutions.KERNELS:
-        if name == kernel and name not in solutions.VARIANTS:
-            return assignment
-    raise ConfigEditError(f"unknown solution kernel {kernel!r}")
+    assignment = solutions.assignment_of(kernel)
+    if assignment is None or kernel in solutions.VARIANTS:   # a variant is its base kernel's cell, changed in memory
+        raise ConfigEditError(f"unknown solution kernel {kernel!r}")
+    return assignment
 
 
 def apply(kernel: str, changes: dict[str, int]) -> Path:

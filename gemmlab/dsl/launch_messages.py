@@ -59,8 +59,8 @@ def launch_error(printed: str, name: str) -> LaunchError | None:
     if hit:
         return LaunchError(
             f"DSL kernel `{name}` did not run: it asks for {int(hit['alloc']):,} bytes of shared memory per CTA at "
-            f"launch, and an {hit['arch']} GPU allows at most {int(hit['max']):,}. Use fewer pipeline stages or "
-            "smaller tiles (each stage holds one tile of A and one of B).")
+            f"launch, and an {hit['arch'].removeprefix('Arch.')} GPU allows at most {int(hit['max']):,}. "
+            "Use fewer pipeline stages or smaller tiles (each stage holds one tile of A and one of B).")
     hit = _UNDER_USE.search(printed)
     if hit:
         return LaunchError(
