@@ -6,7 +6,7 @@ import ctypes
 
 import pytest
 
-from gemmlab.dsl.launch_messages import captured_c_stdout, launch_error
+from gemmlab.dsl.launch_messages import captured_c_stdout, first_launch, launch_error
 from gemmlab.errors import LaunchError
 
 OVER = ("\nError: kernel '@kernels::@kernel_cutlass_gemm06_kernel_tensorptrf16_0' launch shared memory exceeds "
@@ -42,3 +42,37 @@ def test_capture_restores_stdout_when_the_call_raises(capfd) -> None:
     libc.fflush(None)
     out = capfd.readouterr().out
     assert "before the crash" in out and "after" in out
+
+
+def _prints(text: str):
+    libc = ctypes.CDLL(None)
+
+    def run():
+        libc.printf(text.encode())
+        return 0
+    return run
+
+
+def test_first_launch_raises_the_complaint_whether_the_launch_returned_or_failed(capfd) -> None:
+    # Seen on an H100: the DSL printed the complaint and skipped the launch (4 stages), or printed it
+    # and then raised cudaErrorInvalidValue from the driver (5 stages).
+    with pytest.raises(LaunchError, match="did not run"):
+        first_launch(_prints(OVER), "gemm06_dsl_jit")
+
+    def printed_then_failed():
+        _prints(OVER)()
+        raise RuntimeError("CUDA launch failed: cudaErrorInvalidValue (1)")
+
+    with pytest.raises(LaunchError, match="did not run.*262,528"):
+        first_launch(printed_then_failed, "gemm06_dsl_jit")
+    assert "launch shared memory exceeds" in capfd.readouterr().out     # printed on, not swallowed
+
+
+def test_first_launch_passes_other_results_and_failures_through() -> None:
+    assert first_launch(lambda: 0, "k") == 0
+
+    def fails():
+        raise ValueError("something else")
+
+    with pytest.raises(ValueError, match="something else"):
+        first_launch(fails, "k")

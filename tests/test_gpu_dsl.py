@@ -126,6 +126,29 @@ def test_call_validation_on_gpu() -> None:
         strict(A, A.float(), A)
 
 
+def test_launch_over_the_shared_memory_limit_raises_and_leaves_output_alone() -> None:
+    # The DSL's host code only prints a complaint and skips such a launch; gemmlab must raise instead.
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import solution_cells
+
+    ns = solution_cells.load_namespace("06_pipelining", ["kernel:gemm06_dsl"])
+    ns["configure_dsl"](STAGES=5, BM=128, BN=256, BK=64)          # 5 x 48 KB ring: over 227 KB
+    A = torch.randn(256, 128, device="cuda", dtype=torch.float16)
+    B = torch.randn(256, 128, device="cuda", dtype=torch.float16)
+    D = torch.full((256, 256), 7.0, device="cuda", dtype=torch.float16)
+    with pytest.raises(LaunchError, match="did not run.*shared memory"):
+        ns["gemm06_dsl"](A, B, D)
+    torch.cuda.synchronize()
+    assert bool((D == 7.0).all())
+    ns["configure_dsl"](STAGES=3)
+    ns["gemm06_dsl"](A, B, D)                                          # the fitting config runs
+    torch.cuda.synchronize()
+    assert torch.allclose(D.float(), A.float() @ B.float().T, rtol=2e-2, atol=2e-1)
+
+
 def test_rerun_is_cheap_and_sass_is_available() -> None:
     A = torch.randn(256, 128, device="cuda", dtype=torch.float16)
     B = torch.randn(192, 128, device="cuda", dtype=torch.float16)

@@ -27,7 +27,7 @@ from . import convert
 from .cubin import resources as cubin_resources
 from .env import load
 from .errors import headline, to_compile_error
-from .launch_messages import captured_c_stdout, launch_error
+from .launch_messages import first_launch
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_120a")
 _MAX_DEPTH = 3
@@ -260,15 +260,10 @@ class DslKernel:
             if variant.launched:
                 status = run()
             else:
-                # The DSL prints (to C's stdout) and skips a launch whose shared memory is too large:
-                # read what the first launch of this variant prints, and raise instead.
-                with captured_c_stdout() as printed:
-                    status = run()
+                # The DSL prints (to C's stdout) its complaint about too much shared memory, then skips
+                # the launch or fails it: the first launch of each variant raises that complaint instead.
+                status = first_launch(run, self.name)
                 variant.launched = True
-                complaint = launch_error("".join(printed), self.name)
-                if complaint is not None:
-                    variant.launched = False
-                    raise complaint
         except GemmlabError:
             raise
         except Exception as exc:

@@ -15,9 +15,11 @@ import os
 import re
 import sys
 import tempfile
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from ..errors import LaunchError
+
+T = TypeVar("T")
 
 _OVER_ARCH = re.compile(r"Error: kernel '(?P<kernel>[^']*)' launch shared memory exceeds current GPU arch "
                         r"(?P<arch>\S+?) allowed\. Allocated: (?P<alloc>\d+) bytes\. Max: (?P<max>\d+) bytes\.?")
@@ -68,3 +70,21 @@ def launch_error(printed: str, name: str) -> LaunchError | None:
             f"allocations need {int(hit['used']):,}: pass a larger smem= to .launch(), or leave smem out so the "
             "DSL sizes it.")
     return None
+
+
+def first_launch(run: Callable[[], T], name: str) -> T:
+    """``run()`` (a compiled variant's first launch) with C's stdout captured. A shared-memory
+    complaint it printed becomes the LaunchError, whether the DSL then skipped the launch and
+    returned or the driver rejected it and the DSL raised; any other failure propagates as is."""
+    failure: Exception | None = None
+    with captured_c_stdout() as printed:
+        try:
+            status = run()
+        except Exception as exc:  # noqa: BLE001 - re-raised below unless the printed complaint explains it
+            failure = exc
+    complaint = launch_error("".join(printed), name)
+    if complaint is not None:
+        raise complaint from None
+    if failure is not None:
+        raise failure
+    return status
