@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         by_one = statistics.median(time_cuda(fn, queue_ahead=False))
         print(f"{label:<24} {flops / ahead / 1e9:>8.1f} TFLOPS {flops / by_one / 1e9:>8.1f} TFLOPS "
               f"{(by_one / ahead - 1) * 100:>+9.1f} %")
+    from gemmlab.bench import gate_extensions
+
+    print(f"\nbatches queued again behind a longer GPU sleep (the first one ran out early): {gate_extensions()}")
     return 0
 
 

@@ -115,3 +115,12 @@ def test_left_work_running_flags_only_calls_that_outlast_their_timed_work() -> N
     assert not left_work_running(wall_ms=0.13, host_ms=0.10, gpu_ms=0.005)   # Python-bound tiny call
     assert left_work_running(wall_ms=10.5, host_ms=0.05, gpu_ms=0.001)       # sleeps on a side stream
     assert left_work_running(wall_ms=0.35, host_ms=0.05, gpu_ms=0.005)       # the GEMM hidden on a side stream
+
+
+def test_a_gate_that_ran_out_before_the_batch_was_queued_is_doubled_up_to_the_cap() -> None:
+    from gemmlab.bench import _next_gate
+
+    assert _next_gate(1000, gate_ran_out=False, max_cycles=10_000) is None     # still asleep: the batch stands
+    assert _next_gate(1000, gate_ran_out=True, max_cycles=10_000) == 2000      # woke early: queue again, longer
+    assert _next_gate(8000, gate_ran_out=True, max_cycles=10_000) == 10_000    # never past the cap
+    assert _next_gate(10_000, gate_ran_out=True, max_cycles=10_000) is None    # at the cap: accept
