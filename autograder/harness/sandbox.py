@@ -4,7 +4,8 @@ What the kernel sees: the system read-only (``/usr``, ``/etc``, ``/lib*``, the P
 installation, the virtual environment, the ``gemmlab`` package), a private scratch directory
 (the only writable place, also its ``HOME``, cache and current directory), a fresh ``/tmp``,
 its own PID, network, IPC and user namespaces (no network at all; it runs as ``nobody``), and
-the GPU device nodes. It does not see the repository (``solutions/``, ``autograder/`` with the
+the GPU device nodes and, for a GPU job, that GPU's timing-lock file (read-only; the kernels
+sharing a GPU take turns timing through it: gemmlab.timing_lock). It does not see the repository (``solutions/``, ``autograder/`` with the
 gradebook and other submissions, ``tests/``, ``.git``), anyone's home directory, or other
 processes. ``--die-with-parent`` and the PID namespace mean that killing the ``bwrap``
 process ends every process the submission started.
@@ -20,6 +21,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from gemmlab.timing_lock import ENV_PATH as TIMING_LOCK_ENV, lock_file_for
 
 #: gemmlab, the only part of the repository the kernel may read.
 GEMMLAB_DIR = Path(__file__).resolve().parents[2] / "gemmlab"
@@ -102,6 +105,9 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     cmd += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for d in python_dirs() + [str(GEMMLAB_DIR)] + list(spec.extra_ro):
         cmd += ["--ro-bind", d, d]
+    lock = timing_lock(spec)
+    if lock:  # read-only: a kernel can take the lock (flock) but not replace or remove the file
+        cmd += ["--ro-bind", lock, lock]
     for node in gpu_device_nodes():
         cmd += ["--dev-bind", node, node]
     cmd += ["--bind", str(spec.scratch), str(spec.scratch), "--bind", str(spec.run_dir), str(spec.run_dir)]
@@ -128,8 +134,16 @@ def sandbox_env(spec: SandboxSpec) -> dict[str, str]:
         "GEMMLAB_GRADING": "1", "CUTE_DSL_ARCH": os.environ.get("CUTE_DSL_ARCH", "sm_90a"),
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
     }
+    lock = timing_lock(spec)
+    if lock:
+        env[TIMING_LOCK_ENV] = lock
     env.update(spec.env)
     return env
+
+
+def timing_lock(spec: SandboxSpec) -> str | None:
+    """The file through which the kernels sharing this job's GPU take turns timing (gemmlab.timing_lock)."""
+    return lock_file_for(spec.gpu) if spec.gpu not in (None, "") else None
 
 
 @functools.lru_cache(maxsize=1)
