@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "compile": ("gemmlab.compiler", "compile"),
+    "compile_ahead": ("gemmlab.ahead", "compile_ahead"),
     "Kernel": ("gemmlab.kernel", "Kernel"),
     "check_gemm": ("gemmlab.check", "check_gemm"),
     "bench_gemm": ("gemmlab.bench", "bench_gemm"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from . import cache, diagnostics, resources, signature, toolchain
+from . import ahead, cache, diagnostics, resources, signature, toolchain
 from .errors import CompileError, GemmlabError, ToolchainError
 
 if TYPE_CHECKING:
@@ -86,16 +86,30 @@ def compile_to(source: str, name: str, arch: str | None = None, options: Sequenc
             raise CompileError(f"include directory {folder!r} does not exist.")
 
     decl = _find_declaration(source, name)
-    key = cache.key_for(CACHE_KIND, CACHE_VERSION, source, name, arch, options, std, filename,
-                        [(d, _dir_identity(d)) for d in user_dirs], toolchain.fingerprint())
+    key = cache_key(source, name, arch, options, user_dirs, std, filename)
     if use_cache:
         hit = _load(key, source)
+        if hit is None and ahead.wait_for(key):   # compiling in the background: its result, not a second compile
+            hit = _load(key, source)
         if hit is not None:
             return hit
     compiled = _nvrtc_compile(source, name, arch, options, user_dirs, std, filename, decl)
     if use_cache:
         _store(key, compiled)
     return compiled
+
+
+def cache_key(source: str, name: str, arch: str, options: Sequence[str], include_dirs: Sequence[str],
+              std: str, filename: str) -> str:
+    """The on-disk cache key of one compile: everything that can change what NVRTC produces."""
+    user_dirs = tuple(str(Path(d).expanduser().resolve()) for d in include_dirs)
+    return cache.key_for(CACHE_KIND, CACHE_VERSION, source, (name or "").strip(), arch, tuple(str(o) for o in options),
+                         std, filename, [(d, _dir_identity(d)) for d in user_dirs], toolchain.fingerprint())
+
+
+def is_cached(key: str) -> bool:
+    """Whether a compile with this key is in the on-disk cache."""
+    return cache.load(CACHE_KIND, key) is not None
 
 
 # --------------------------------------------------------------------------- inputs

@@ -1,0 +1,94 @@
+"""gemmlab.compile_ahead: variants compiled side by side in background processes, used once ready."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import gemmlab
+from gemmlab import ahead, compiler
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = r"""
+template <int V> __global__ void fill(float* x) { x[threadIdx.x] = V * 2.0f + EXTRA; }
+"""
+BROKEN = r"""
+template <int V> __global__ void fill(float* x) { x[threadIdx.x] = undeclared_name; }
+"""
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("GEMMLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GEMMLAB_COMPILE_JOBS", "2")
+
+
+def test_variants_compiled_ahead_are_what_compile_returns() -> None:
+    builds = [("fill<1>", ["-DEXTRA=1"]), ("fill<2>", ["-DEXTRA=2"])]
+    assert gemmlab.compile_ahead(SRC, builds, arch="sm_90a") == 2
+    assert gemmlab.compile_ahead(SRC, builds, arch="sm_90a") == 0          # in flight: not started twice
+    first = compiler.compile_to(SRC, "fill<1>", "sm_90a", ["-DEXTRA=1"])
+    second = compiler.compile_to(SRC, "fill<2>", "sm_90a", ["-DEXTRA=2"])
+    assert first.cached and second.cached                                   # built by the background processes
+    assert "fill" in first.lowered_name and first.cubin
+    assert gemmlab.compile_ahead(SRC, builds, arch="sm_90a") == 0          # cached: nothing to do
+
+
+def test_a_failing_variant_fails_in_the_foreground_with_the_usual_message() -> None:
+    assert gemmlab.compile_ahead(BROKEN, ["fill<1>"], arch="sm_90a") == 1
+    with pytest.raises(gemmlab.CompileError, match="undeclared_name"):
+        compiler.compile_to(BROKEN, "fill<1>", "sm_90a")
+
+
+def test_jobs_zero_turns_it_off(monkeypatch) -> None:
+    monkeypatch.setenv("GEMMLAB_COMPILE_JOBS", "0")
+    assert gemmlab.compile_ahead(SRC, [("fill<3>", ["-DEXTRA=3"])], arch="sm_90a") == 0
+    monkeypatch.setenv("GEMMLAB_COMPILE_JOBS", "lots")
+    assert ahead.jobs() >= 1
+
+
+def test_bad_arch_is_refused_before_anything_starts() -> None:
+    with pytest.raises(gemmlab.CompileError, match="not a GPU target"):
+        gemmlab.compile_ahead(SRC, ["fill<1>"], arch="sm_9000")
+
+
+def test_background_compiles_stop_when_python_exits(tmp_path) -> None:
+    probe = (
+        "import time, gemmlab\n"
+        "from gemmlab import ahead\n"
+        "src = '#include <cute/tensor.hpp>\\n' + " + repr(SRC) + "\n"
+        "gemmlab.compile_ahead(src, [('fill<%d>' % i, ['-DEXTRA=1']) for i in range(2)], arch='sm_90a')\n"
+        "while len(ahead._PROCS) < 2:\n    time.sleep(0.05)\n"
+        "print(' '.join(str(p.pid) for p in ahead._PROCS), flush=True)\n")
+    env = dict(os.environ, GEMMLAB_CACHE=str(tmp_path / "c"), GEMMLAB_COMPILE_JOBS="2")
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          cwd=str(ROOT), env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert time.monotonic() - t0 < 60
+    for pid in map(int, done.stdout.split()):
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"background compile {pid} still running after Python exited")
+
+
+def test_a_rerun_of_the_same_group_drops_builds_not_started(monkeypatch) -> None:
+    monkeypatch.setenv("GEMMLAB_COMPILE_JOBS", "1")
+    old = [(f"fill<{i}>", ["-DEXTRA=1"]) for i in range(4)]
+    assert gemmlab.compile_ahead(SRC, old, arch="sm_90a", group="cell") == 4
+    assert gemmlab.compile_ahead(SRC, [("fill<9>", ["-DEXTRA=1"])], arch="sm_90a", group="cell") == 1
+    assert compiler.compile_to(SRC, "fill<9>", "sm_90a", ["-DEXTRA=1"]).cached
+    deadline = time.monotonic() + 60
+    while ahead._IN_FLIGHT and time.monotonic() < deadline:
+        time.sleep(0.05)
+    built = [compiler.is_cached(compiler.cache_key(SRC, n, "sm_90a", o, (), "c++17", "kernel.cu")) for n, o in old]
+    assert sum(built) <= 1        # at most the one already running when the cell ran again; the queued rest dropped
