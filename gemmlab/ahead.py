@@ -10,8 +10,9 @@ that fails stores nothing, so the foreground compile fails with the usual messag
 
     gemmlab.compile_ahead(SOURCE, ["gemm<cute::half_t>", ("gemm<cute::half_t>", ["-DVEC=4"])], arch="sm_90a")
 
-``GEMMLAB_COMPILE_JOBS`` sets how many run at once (default: half the CPU cores, at most 4; 0
-turns compiling ahead off). Processes still running when Python exits are stopped.
+``GEMMLAB_COMPILE_JOBS`` sets how many run at once (default: half the CPU cores, at most 2, since
+one CuTe GEMM compile holds about 3 GB and a graded notebook may use 16 GiB in all; 0 turns
+compiling ahead off). Processes still running when Python exits are stopped.
 """
 from __future__ import annotations
 
@@ -34,14 +35,14 @@ _TIMEOUT_S = 900
 
 
 def jobs() -> int:
-    """How many background compiles run at once (``GEMMLAB_COMPILE_JOBS``; default half the cores, at most 4)."""
+    """How many background compiles run at once (``GEMMLAB_COMPILE_JOBS``; default half the cores, at most 2)."""
     raw = os.environ.get("GEMMLAB_COMPILE_JOBS")
     if raw is not None:
         try:
             return max(0, int(raw))
         except ValueError:
             pass
-    return max(1, min(4, (os.cpu_count() or 2) // 2))
+    return max(1, min(2, (os.cpu_count() or 2) // 2))
 
 
 def _slots(count: int) -> threading.Semaphore:
