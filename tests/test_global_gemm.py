@@ -99,3 +99,21 @@ def test_launcher_rejects_bad_calls(cpp_ns):
         gemm(torch.empty(8, 4, dtype=torch.float16).T, torch.empty(8, 4, dtype=torch.float16),
              torch.empty(4, 4, dtype=torch.float16), 1.0, 0.0)
     assert cpp_ns["CONVENTION"] == "nn"
+
+
+def test_cpp_variants_compiled_ahead_are_the_ones_kernel_for_compiles(cpp_ns: dict, monkeypatch) -> None:
+    import torch
+
+    import gemmlab
+
+    ahead, built = [], []
+    monkeypatch.setattr(gemmlab, "has_gpu", lambda: True)
+    monkeypatch.setattr(gemmlab, "compile_ahead", lambda src, builds, arch=None, group=None: ahead.extend(
+        (src, b[0], tuple(b[1]), arch) for b in builds) or len(builds))
+    monkeypatch.setattr(gemmlab, "compile", lambda src, name, arch=None, options=(), **kw:
+                        built.append((src, name, tuple(options), arch)) or object())
+    gemm = cpp_ns["cpp_gemm_from"](cpp_ns["GEMM05_CPP"], arch="sm_90a")
+    for dtype in (torch.float16, torch.bfloat16):
+        for vec in (8, 4, 2, 1):
+            gemm.kernel_for(vec, dtype)
+    assert sorted(ahead) == sorted(built) and len(built) == 8

@@ -210,3 +210,19 @@ def test_cpp_solution_compiles_for_sm90a(cpp_ns: dict, dtype, vec: int) -> None:
         assert "cp.async.cg.shared.global" in ptx                     # 16-byte copies, L1 bypassed
         assert re.search(r"st\.global\.v(4\.(b|u)32|2\.(b|u)64)", ptx)     # 16-byte epilogue stores
         assert re.search(rf"cp\.async\.wait_group\s+{cfg['STAGES'] - 2};", ptx)
+
+
+def test_cpp_variants_compiled_ahead_are_the_ones_the_launcher_compiles(cpp_ns: dict, monkeypatch) -> None:
+    import gemmlab
+
+    ahead, built = [], []
+    monkeypatch.setattr(gemmlab, "compile_ahead", lambda src, builds, arch=None, group=None: ahead.extend(
+        (src, b, arch) for b in builds) or len(builds))
+    monkeypatch.setattr(gemmlab, "compile", lambda src, name, arch=None, **kw: built.append((src, name, arch)) or object())
+    cpp_ns["compile_cpp_ahead"]("sm_90a")
+    cpp_ns["_cpp_cache"].clear()
+    for dtype in (torch.float16, torch.bfloat16):
+        for vec in (8, 1):
+            cpp_ns["cpp_kernel"](dtype, vec, arch="sm_90a")
+    cpp_ns["_cpp_cache"].clear()
+    assert sorted(ahead) == sorted(built) and len(built) == 4
