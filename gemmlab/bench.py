@@ -411,8 +411,11 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
         check = grading_mode() if verify is None else bool(verify)
         what = f"{label} at {M}×{N}×{K}"
         # Compile and load before taking the GPU's timing lock: other graders may be timing meanwhile.
-        yours()
-        _kernel.synchronize(timeout_s=_kernel.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, what=what)
+        with library_guard(check) as used:
+            yours()
+            _kernel.synchronize(timeout_s=_kernel.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, what=what)
+        if used:
+            raise BenchIntegrityError(library_message(used))
         with exclusive_timing():
             with library_guard(check) as used:
                 times = time_cuda(yours, warmup_ms, rep, rep_ms, flush_l2, timeout_s, what=what,
