@@ -213,13 +213,20 @@ def _dsl() -> list[Row]:
 def _tools() -> list[Row]:
     rows = []
     for tool, why in (("ncu", "Nsight Compute profiles (bank conflicts, throughput)"),
-                      ("compute-sanitizer", "finds out-of-bounds and misaligned accesses"),
-                      ("cuobjdump", "Kernel.sass() shows the machine code")):
+                      ("compute-sanitizer", "finds out-of-bounds and misaligned accesses")):
         path = shutil.which(tool)
         if path:
             rows.append(Row(tool, "ok", path))
         else:
             rows.append(Row(tool, "warn", f"not on PATH (optional: {why})", "comes with the CUDA toolkit"))
+    from .sass import disassembler
+
+    found = disassembler()
+    if found:
+        rows.append(Row("disassembler", "ok", f"{found[0]} (Kernel.sass() shows the machine code)"))
+    else:
+        rows.append(Row("disassembler", "warn", "no nvdisasm or cuobjdump (optional: Kernel.sass())",
+                        "pip install nvidia-cuda-nvdisasm"))
     return rows
 
 

@@ -15,17 +15,13 @@ import ctypes
 import html
 import math
 import numbers
-import os
 import re
-import shutil
 import struct
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-from .errors import ContextLostError, KernelError, KernelTimeoutError, LaunchError, ToolchainError
+from .errors import ContextLostError, KernelError, KernelTimeoutError, LaunchError
 from .gpu import require_gpu
 
 #: Seconds :func:`synchronize` waits by default before calling a kernel hung.
@@ -745,24 +741,10 @@ class Kernel:
                           "computing occupancy"))
 
     def sass(self) -> str:
-        """The GPU machine code (SASS) of the cubin, disassembled by ``cuobjdump -sass``."""
-        tool = _find_tool("cuobjdump")
-        if tool is None:
-            raise ToolchainError(
-                "Showing SASS needs `cuobjdump`, which is not on PATH. It comes with the CUDA toolkit "
-                "(/usr/local/cuda/bin) or `pip install nvidia-cuda-cuobjdump`. The PTX (kernel.ptx) is "
-                "available without it."
-            )
-        if not self.cubin:
-            raise ToolchainError(f"kernel '{self.name}' has no cubin (it was compiled to PTX only): no SASS to show.")
-        with tempfile.TemporaryDirectory(prefix="gemmlab-sass-") as tmp:
-            path = os.path.join(tmp, f"{self.name}.cubin")
-            with open(path, "wb") as handle:
-                handle.write(self.cubin)
-            proc = subprocess.run([tool, "-sass", path], capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            raise ToolchainError(f"cuobjdump could not disassemble kernel '{self.name}': {proc.stderr.strip()}")
-        return proc.stdout
+        """The GPU machine code (SASS) of the cubin (gemmlab.sass: nvdisasm or cuobjdump)."""
+        from .sass import disassemble
+
+        return disassemble(self.cubin, self.name)
 
     def _repr_html_(self) -> str:
         r = self.resources
@@ -777,22 +759,3 @@ class Kernel:
         rows.append(("compile", "cached" if self.cached else f"{self.compile_seconds:.1f} s"))
         body = "".join(f"<tr><th style='text-align:left'>{k}</th><td style='text-align:left'>{v}</td></tr>" for k, v in rows)
         return f"<table><caption>Kernel <code>{html.escape(self.name)}</code></caption>{body}</table>"
-
-
-def _find_tool(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and os.path.isfile(os.path.join(root, "bin", name)):
-            return os.path.join(root, "bin", name)
-    try:  # the pip wheel nvidia-cuda-cuobjdump
-        import nvidia.cu13  # type: ignore[import-not-found]
-
-        for base in nvidia.cu13.__path__:
-            cand = os.path.join(base, "bin", name)
-            if os.path.isfile(cand):
-                return cand
-    except ImportError:
-        pass
-    return None

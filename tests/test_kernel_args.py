@@ -187,10 +187,10 @@ def test_kernel_object_without_gpu():
     if not has_gpu():
         with pytest.raises(NoGPUError, match="Running kernel 'add1' needs a CUDA GPU"):
             k(torch.zeros(4), 4, grid=1, block=4)
-    from gemmlab.kernel import _find_tool
+    from gemmlab.sass import disassembler
 
-    if _find_tool("cuobjdump") is None:
-        with pytest.raises(ToolchainError, match="cuobjdump"):
+    if disassembler() is None:
+        with pytest.raises(ToolchainError, match="nvdisasm"):
             k.sass()
     else:
         assert "add1" in k.sass()

@@ -28,7 +28,7 @@ from pathlib import Path
 #: What pytest -m gpu needs beyond torch + cuda-bindings + nvrtc + cuda runtime (FACTS.md).
 GPU_TEST = [
     # CuTe headers/pycute; CUDA headers CuTe needs; the CuTe DSL and its native libraries.
-    "nvidia-cutlass", "nvidia-cuda-cccl", "nvidia-cuda-crt",
+    "nvidia-cutlass", "nvidia-cuda-cccl", "nvidia-cuda-crt", "nvidia-cuda-nvdisasm",
     "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base", "nvidia-cutlass-dsl-libs-core",
     "nvidia-cutlass-dsl-libs-cu12", "protobuf", "typing-extensions",
     # IPython (magic tests), widgets, and running notebooks headless (nbclient + a kernel).

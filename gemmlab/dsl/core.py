@@ -8,9 +8,7 @@ cost a dictionary lookup instead of a compile.
 from __future__ import annotations
 
 import inspect
-import os
 import shutil
-import subprocess
 import tempfile
 import textwrap
 import threading
@@ -20,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from .. import cache as _cache
-from ..errors import CompileError, GemmlabError, KernelError, LaunchError, ToolchainError
+from ..errors import CompileError, GemmlabError, KernelError, LaunchError
 from ..gpu import current_arch, require_gpu
 from ..resources import Resources
 from . import convert
@@ -328,23 +326,10 @@ class DslKernel:
         return self._need().arch
 
     def sass(self) -> str:
-        """SASS of the cubin via ``cuobjdump -sass`` (present on machines with the CUDA toolkit)."""
-        tool = shutil.which("cuobjdump") or next(
-            (p for p in ("/usr/local/cuda/bin/cuobjdump",) if os.path.exists(p)), None)
-        if tool is None:
-            raise ToolchainError("Showing SASS needs `cuobjdump`, which is not on PATH. It comes with the CUDA "
-                                 "toolkit (/usr/local/cuda/bin). The PTX (kernel.ptx) is available without it.")
-        cubin = self.cubin
-        if not cubin:
-            raise ToolchainError(f"`{self.name}` has no cubin to disassemble.")
-        with tempfile.TemporaryDirectory(prefix="gemmlab-sass-") as tmp:
-            path = os.path.join(tmp, f"{self.name}.cubin")
-            with open(path, "wb") as handle:
-                handle.write(cubin)
-            proc = subprocess.run([tool, "-sass", path], capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            raise ToolchainError(f"cuobjdump could not disassemble `{self.name}`: {proc.stderr.strip()}")
-        return proc.stdout
+        """SASS of the cubin (gemmlab.sass: nvdisasm or cuobjdump)."""
+        from ..sass import disassemble
+
+        return disassemble(self.cubin, self.name)
 
     def summary(self) -> str:
         v = self._need()

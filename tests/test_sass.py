@@ -1,0 +1,44 @@
+"""gemmlab.sass: disassembly through cuda.pathfinder, and reading a wgmma chain off the SASS."""
+from __future__ import annotations
+
+import pytest
+
+import gemmlab
+from gemmlab import sass
+from gemmlab.errors import ToolchainError
+
+PIPELINED = """
+        HGMMA.64x256x16.F32 R24, gdesc[UR12], R24 ;
+        HGMMA.64x256x16.F32 R24, gdesc[UR12], R24 ;
+        HGMMA.64x256x16.F32 R24, gdesc[UR12], R24, gsb0 ;
+        WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+"""
+SERIALIZED = """
+        HGMMA.64x256x16.F32.BF16 R24, gdesc[UR12], R24, gsb0 ;
+        WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        HGMMA.64x256x16.F32.BF16 R24, gdesc[UR12], R24, gsb0 ;
+        WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+"""
+
+
+def test_wgmma_waits_tells_a_pipelined_chain_from_a_serialized_one() -> None:
+    assert sass.wgmma_waits(PIPELINED) == (3, 1)
+    assert sass.wgmma_waits(SERIALIZED) == (2, 2)
+    assert sass.wgmma_waits("FFMA R1, R2, R3, R4 ;") == (0, 0)
+
+
+def test_without_a_disassembler_the_error_says_what_to_install(monkeypatch) -> None:
+    monkeypatch.setattr(sass, "disassembler", lambda: None)
+    with pytest.raises(ToolchainError, match="pip install nvidia-cuda-nvdisasm"):
+        sass.disassemble(b"\x7fELF", "k")
+
+
+def test_a_cubin_disassembles() -> None:
+    if sass.disassembler() is None:
+        pytest.skip("no nvdisasm or cuobjdump here (pip install nvidia-cuda-nvdisasm)")
+    k = gemmlab.compile('extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 3.0f; }',
+                        "twice", arch="sm_90a")
+    text = k.sass()
+    assert "twice" in text and "FMUL" in text
+    with pytest.raises(ToolchainError, match="no cubin"):
+        sass.disassemble(b"", "twice")
