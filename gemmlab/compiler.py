@@ -96,6 +96,9 @@ def compile_to(source: str, name: str, arch: str | None = None, options: Sequenc
     compiled = _nvrtc_compile(source, name, arch, options, user_dirs, std, filename, decl)
     if use_cache:
         _store(key, compiled)
+    from .sass import warn_if_wgmma_serialized
+
+    warn_if_wgmma_serialized(compiled.ptx, compiled.cubin, compiled.name)
     return compiled
 
 

@@ -64,4 +64,38 @@ def wgmma_waits(sass: str) -> tuple[int, int]:
     return len(hgmma), sum("gsb0" in h for h in hgmma)
 
 
-__all__ = ["disassemble", "disassembler", "wgmma_waits"]
+class WgmmaSerializedWarning(UserWarning):
+    """ptxas made every wgmma of a kernel wait for the one before it (see ``warn_if_wgmma_serialized``)."""
+
+
+def serialized_wgmma_message(ptx: str, cubin: bytes, name: str) -> str | None:
+    """A paragraph for the student when ``cubin``'s wgmmas all wait (at least two of them), else None.
+    Only kernels whose PTX has wgmma are disassembled, and only where a disassembler exists."""
+    if "wgmma.mma_async" not in (ptx or "") or not cubin or disassembler() is None:
+        return None
+    try:
+        total, waiting = wgmma_waits(disassemble(cubin, name))
+    except (ToolchainError, OSError, subprocess.SubprocessError):
+        return None
+    if total < 2 or waiting < total:
+        return None
+    return (f"`{name}`: ptxas serialized its wgmma instructions: each of the {total} HGMMA in the SASS waits for "
+            "its result before the next one issues, so the tensor cores idle between them (25% slower on an H100 "
+            "for the course's capstone). The usual cause: ordinary instructions write the accumulator registers "
+            "while the wgmma chain runs, e.g. acc.fill(0.0) before each tile. Clear the accumulator with the first "
+            "wgmma instead: mma.set(warpgroup.Field.ACCUMULATE, False) before it, True after it. "
+            "gemmlab.sass.wgmma_waits(kernel.sass()) shows (HGMMA count, how many wait).")
+
+
+def warn_if_wgmma_serialized(ptx: str, cubin: bytes, name: str) -> None:
+    """Warn (WgmmaSerializedWarning) when ptxas serialized the kernel's wgmmas; ptxas itself says so only
+    in a log the CuTe DSL does not show."""
+    import warnings
+
+    message = serialized_wgmma_message(ptx, cubin, name)
+    if message:
+        warnings.warn(message, WgmmaSerializedWarning, stacklevel=3)
+
+
+__all__ = ["WgmmaSerializedWarning", "disassemble", "disassembler", "serialized_wgmma_message",
+           "warn_if_wgmma_serialized", "wgmma_waits"]

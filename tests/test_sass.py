@@ -42,3 +42,16 @@ def test_a_cubin_disassembles() -> None:
     assert "twice" in text and "FMUL" in text
     with pytest.raises(ToolchainError, match="no cubin"):
         sass.disassemble(b"", "twice")
+
+
+def test_serialized_chain_gets_a_message_a_pipelined_one_none(monkeypatch) -> None:
+    monkeypatch.setattr(sass, "disassembler", lambda: ("nvdisasm", ["-c"]))
+    ptx = "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 ..."
+    monkeypatch.setattr(sass, "disassemble", lambda cubin, name: SERIALIZED)
+    message = sass.serialized_wgmma_message(ptx, b"\x7fELF", "ws_kernel")
+    assert message and "`ws_kernel`" in message and "ACCUMULATE" in message and "2 HGMMA" in message
+    with pytest.warns(sass.WgmmaSerializedWarning, match="serialized"):
+        sass.warn_if_wgmma_serialized(ptx, b"\x7fELF", "ws_kernel")
+    monkeypatch.setattr(sass, "disassemble", lambda cubin, name: PIPELINED)
+    assert sass.serialized_wgmma_message(ptx, b"\x7fELF", "ws_kernel") is None
+    assert sass.serialized_wgmma_message("mma.sync.aligned.m16n8k16", b"\x7fELF", "k") is None  # no wgmma: no look

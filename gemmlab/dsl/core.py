@@ -172,6 +172,9 @@ def _compile_variant(fn: Callable, arch: str, sig: tuple, values: Sequence[Any],
             kernel_name, res = cubin_resources(cubin, ptx)
         except (ValueError, KeyError, IndexError):
             pass
+    from ..sass import warn_if_wgmma_serialized
+
+    warn_if_wgmma_serialized(ptx, cubin, getattr(fn, "__name__", "kernel"))
     return Variant(arch, sig, compiled, ptx, cubin, kernel_name, res, seconds)
 
 
