@@ -5,9 +5,9 @@ installation, the virtual environment, the ``gemmlab`` package), a private scrat
 (the only writable place, also its ``HOME``, cache and current directory), a fresh ``/tmp``,
 its own PID, network, IPC and user namespaces (no network at all; it runs as ``nobody``), and
 the GPU device nodes and, for a GPU job, that GPU's timing-lock file (read-only; the kernels
-sharing a GPU take turns timing through it: gemmlab.timing_lock). It does not see the repository (``solutions/``, ``autograder/`` with the
-gradebook and other submissions, ``tests/``, ``.git``), anyone's home directory, or other
-processes. ``--die-with-parent`` and the PID namespace mean that killing the ``bwrap``
+sharing a GPU take turns timing through it: gemmlab.timing_lock). It does not see the
+repository (``solutions/``, ``autograder/`` with the gradebook and other submissions,
+``tests/``, ``.git``), anyone's home directory, or other processes. ``--die-with-parent`` and the PID namespace mean that killing the ``bwrap``
 process ends every process the submission started.
 """
 from __future__ import annotations
