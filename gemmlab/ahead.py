@@ -84,7 +84,7 @@ def compile_ahead(source: str, builds: Sequence[str | tuple[str, Sequence[str]]]
         done = threading.Event()
         with _LOCK:
             _IN_FLIGHT[key] = done
-        threading.Thread(target=_run, args=(job, done, slots, group, generation), daemon=True,
+        threading.Thread(target=_run, args=(key, job, done, slots, group, generation), daemon=True,
                          name=f"gemmlab-ahead {name}").start()
         started += 1
     return started
@@ -105,8 +105,8 @@ def _superseded(group: str | None, generation: int) -> bool:
         return group is not None and _GENERATIONS.get(group, 0) != generation
 
 
-def _run(job: dict, done: threading.Event, slots: threading.Semaphore, group: str | None, generation: int) -> None:
-    key = None
+def _run(key: str, job: dict, done: threading.Event, slots: threading.Semaphore, group: str | None,
+         generation: int) -> None:
     try:
         with slots:
             if _superseded(group, generation):
@@ -128,13 +128,9 @@ def _run(job: dict, done: threading.Event, slots: threading.Semaphore, group: st
     except OSError:
         pass  # could not start a process: the foreground compile does the work
     finally:
-        done.set()
         with _LOCK:
-            for k, event in list(_IN_FLIGHT.items()):
-                if event is done:
-                    key = k
-            if key is not None:
-                _IN_FLIGHT.pop(key, None)
+            _IN_FLIGHT.pop(key, None)
+        done.set()
 
 
 @atexit.register
