@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from .errors import GemmlabError
 from .gpu import require_gpu
-from .timing_lock import exclusive_timing
+from .timing_lock import exclusive_timing, shared_gpu_work
 
 _FLUSH_MIN_BYTES = 256 * 1024 * 1024
 
@@ -411,7 +411,7 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
         check = grading_mode() if verify is None else bool(verify)
         what = f"{label} at {M}×{N}×{K}"
         # Compile and load before taking the GPU's timing lock: other graders may be timing meanwhile.
-        with library_guard(check) as used:
+        with shared_gpu_work(), library_guard(check) as used:
             yours()
             _kernel.synchronize(timeout_s=_kernel.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, what=what)
         if used:

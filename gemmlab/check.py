@@ -15,12 +15,13 @@ import io
 import math
 import os
 import secrets
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .errors import ContextLostError, GemmlabError, KernelTimeoutError
 from .gpu import require_gpu
+from .timing_lock import shared_gpu_work
 
 Shape = tuple[int, int, int]
 
@@ -436,10 +437,13 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     gen.manual_seed(seed)
     forbid = grading_mode() if forbid_library is None else bool(forbid_library)
     rows = []
+    on_gpu = dev.type == "cuda"
     for shape in _suite(shapes):
         try:
-            rows.append(_check_one(fn, shape, convention, dtype, out_dtype, float(alpha), float(beta), tile,
-                                   atol, rtol, gen, dev, timeout, forbid))
+            # Shape by shape, so that a timing by another grader on this GPU can take its turn between them.
+            with shared_gpu_work() if on_gpu else nullcontext():
+                rows.append(_check_one(fn, shape, convention, dtype, out_dtype, float(alpha), float(beta), tile,
+                                       atol, rtol, gen, dev, timeout, forbid))
         except (ContextLostError, KernelTimeoutError):
             raise
         except GemmlabError as exc:  # a rejected launch for this shape: record it, keep going

@@ -1,13 +1,21 @@
-"""One timing at a time per GPU, across processes.
+"""One timing at a time per GPU, and no other graded GPU work during it, across processes.
 
 Why: the grader may run several notebooks side by side on one GPU (most of a notebook's time is
-C++ compiles on the CPU), but two GEMMs timed at once slow each other down and make a
-performance bar unfair. ``bench_gemm`` therefore times inside ``exclusive_timing()``: an
-``flock`` on the file named by ``GEMMLAB_TIMING_LOCK``, which the grader creates per GPU and
-binds read-only into each sandbox. Without that variable (a student's own JupyterLab) there is
-nothing to wait for. The kernel holding the lock releases it when it exits, even when killed;
-one that holds it on purpose delays the others by at most ``GEMMLAB_TIMING_LOCK_WAIT`` seconds
-(default 60), after which they time anyway and warn.
+C++ compiles on the CPU), but a GEMM timed while another notebook's kernels run is slower, and
+the performance bar unfair (measured on an H100: a capstone timed beside three other notebooks
+read 0.29-0.42x cuBLAS instead of 0.93x). So the GPU's graded work is a readers-writer lock:
+``bench_gemm`` times inside ``exclusive_timing()`` and ``check_gemm`` runs each shape inside
+``shared_gpu_work()``. Many checks may run at once; a timing waits for the running ones, and
+checks that start while a timing waits queue behind it (a second "turn" file gives the timing
+writer preference, so a steady stream of checks cannot starve it).
+
+The files are named by ``GEMMLAB_TIMING_LOCK`` (and that path + ``.turn``), which the grader
+creates per GPU and binds read-only into each sandbox: ``flock`` needs no write access. Without
+that variable (a student's own JupyterLab) nothing waits. A process holding a lock releases it
+when it exits, even when killed; one that holds it on purpose delays the others by at most
+``GEMMLAB_TIMING_LOCK_WAIT`` seconds (default 60) once: after one wait runs out, that process
+stops waiting for the lock (it times anyway, with a warning), so a hostile holder cannot turn
+each of many checks into a minute's delay.
 """
 from __future__ import annotations
 
@@ -20,6 +28,12 @@ from typing import Iterator
 ENV_PATH = "GEMMLAB_TIMING_LOCK"
 ENV_WAIT = "GEMMLAB_TIMING_LOCK_WAIT"
 DEFAULT_WAIT_S = 60.0
+TURN_SUFFIX = ".turn"
+
+_gave_up = False  # this process waited out the deadline once: the lock is not honoured by someone
+_held = 0         # nesting depth in this process: flock would make a nested block wait for its own lock
+_held_ok = False  # whether the outermost block got the lock
+_shared_fds: tuple[int, int | None] | None = None  # (main, turn) while this process holds the lock shared
 
 
 def _wait_s() -> float:
@@ -29,41 +43,120 @@ def _wait_s() -> float:
         return DEFAULT_WAIT_S
 
 
+def _open(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY)       # flock needs no write access: the file is bound read-only
+    except OSError:
+        return None
+
+
+def _take(fd: int, mode: int, deadline: float) -> bool:
+    """flock ``fd`` in ``mode`` (LOCK_EX or LOCK_SH), polling until ``deadline``."""
+    import fcntl
+
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+
+
 @contextlib.contextmanager
-def exclusive_timing(wait_s: float | None = None) -> Iterator[bool]:
-    """Hold this GPU's timing lock inside the block; yields whether it was acquired (False when
-    no lock is configured, it cannot be opened, or another holder kept it past ``wait_s``)."""
-    path = os.environ.get(ENV_PATH)
-    if not path:
-        yield False
+def _locked(exclusive: bool, wait_s: float | None) -> Iterator[bool]:
+    global _gave_up, _held, _held_ok, _shared_fds
+    if _held:
+        _held += 1
+        try:
+            yield _held_ok
+        finally:
+            _held -= 1
         return
+    path = os.environ.get(ENV_PATH)
     try:
         import fcntl
-
-        fd = os.open(path, os.O_RDONLY)       # flock needs no write access: the file is bound read-only
-    except (ImportError, OSError):
+    except ImportError:
+        path = None
+    main = _open(path) if path else None
+    if main is None:
         yield False
         return
-    acquired = False
+    turn = _open(path + TURN_SUFFIX)
+    held: list[int] = []
     try:
-        deadline = time.monotonic() + (_wait_s() if wait_s is None else wait_s)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                acquired = True
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(0.01)
-        if not acquired:
-            warnings.warn("another process kept this GPU's timing lock too long; timing without it "
-                          "(the result may be slower than on a quiet GPU)", RuntimeWarning, stacklevel=3)
-        yield acquired
+        wait = 0.0 if _gave_up else (_wait_s() if wait_s is None else wait_s)
+        deadline = time.monotonic() + wait
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        ok = turn is None or _take(turn, mode, deadline)
+        if ok and turn is not None:
+            held.append(turn)
+        ok = ok and _take(main, mode, deadline)
+        if ok:
+            held.append(main)
+        if turn is not None and not exclusive and turn in held:
+            fcntl.flock(turn, fcntl.LOCK_UN)   # a reader only passes through the turn: writers queue there
+            held.remove(turn)
+        if not ok:
+            for fd in held:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            held.clear()
+            if not _gave_up:
+                _gave_up = True
+                warnings.warn("another process kept this GPU's timing lock too long; from now on this process "
+                              "runs without it (a timing may be slower than on a quiet GPU)",
+                              RuntimeWarning, stacklevel=4)
+        _held, _held_ok = _held + 1, ok
+        if ok and not exclusive:
+            _shared_fds = (main, turn)
+        try:
+            yield ok
+        finally:
+            _held, _shared_fds = _held - 1, None
     finally:
-        if acquired:
+        for fd in reversed(held):
             fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        for fd in (main, turn):
+            if fd is not None:
+                os.close(fd)
+
+
+@contextlib.contextmanager
+def compiling() -> Iterator[None]:
+    """Hand back a shared hold while compiling: a compile (~20 s for CuTe C++) uses the CPU, not the
+    GPU, and should not keep another grader's timing waiting. Taken again afterwards."""
+    global _gave_up
+    fds = _shared_fds
+    if fds is None:
+        yield
+        return
+    import fcntl
+
+    main, turn = fds
+    fcntl.flock(main, fcntl.LOCK_UN)
+    try:
+        yield
+    finally:
+        deadline = time.monotonic() + (0.0 if _gave_up else _wait_s())
+        ok = turn is None or _take(turn, fcntl.LOCK_SH, deadline)
+        ok = ok and _take(main, fcntl.LOCK_SH, deadline)
+        if turn is not None:
+            fcntl.flock(turn, fcntl.LOCK_UN)
+        if not ok:
+            _gave_up = True   # go on without it, as a block that could not get the lock does
+
+
+def exclusive_timing(wait_s: float | None = None) -> contextlib.AbstractContextManager[bool]:
+    """Hold this GPU's lock alone inside the block (for timing); yields whether it was acquired
+    (False when no lock is configured, it cannot be opened, or another holder kept it past ``wait_s``)."""
+    return _locked(True, wait_s)
+
+
+def shared_gpu_work(wait_s: float | None = None) -> contextlib.AbstractContextManager[bool]:
+    """Hold this GPU's lock shared inside the block: graded GPU work that may overlap other graded
+    work but not a timing. Yields whether it was acquired, as ``exclusive_timing``."""
+    return _locked(False, wait_s)
 
 
 def lock_file_for(gpu: str, folder: str | os.PathLike | None = None) -> str:
@@ -76,10 +169,11 @@ def lock_file_for(gpu: str, folder: str | os.PathLike | None = None) -> str:
     base.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in str(gpu))
     path = base / f"gpu{safe}.lock"
-    if not path.exists():
-        path.touch()
-    os.chmod(path, 0o644)
+    for p in (path, Path(str(path) + TURN_SUFFIX)):
+        if not p.exists():
+            p.touch()
+        os.chmod(p, 0o644)
     return str(path)
 
 
-__all__ = ["exclusive_timing", "lock_file_for"]
+__all__ = ["compiling", "exclusive_timing", "lock_file_for", "shared_gpu_work"]

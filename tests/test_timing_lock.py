@@ -1,4 +1,5 @@
-"""gemmlab.timing_lock: graders sharing one GPU take turns timing; nobody can block the others for long."""
+"""gemmlab.timing_lock: graders sharing one GPU take turns timing, checks share the GPU but never
+with a timing, a waiting timing is not starved by checks, and nobody can block the others for long."""
 from __future__ import annotations
 
 import os
@@ -8,7 +9,35 @@ import time
 
 import pytest
 
-from gemmlab.timing_lock import ENV_PATH, exclusive_timing, lock_file_for
+from gemmlab import timing_lock
+from gemmlab.timing_lock import ENV_PATH, TURN_SUFFIX, exclusive_timing, lock_file_for, shared_gpu_work
+
+_HOLD = """
+import sys, time
+from gemmlab.timing_lock import exclusive_timing, shared_gpu_work
+block = exclusive_timing if sys.argv[1] == "ex" else shared_gpu_work
+with block(wait_s=float(sys.argv[2])) as got:
+    print("got" if got else "gave up", time.monotonic(), flush=True)
+    time.sleep(float(sys.argv[3]))
+print("done", time.monotonic(), flush=True)
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_state(monkeypatch):
+    monkeypatch.setattr(timing_lock, "_gave_up", False)
+    monkeypatch.setattr(timing_lock, "_held", 0)
+
+
+def _holder(lock: str, mode: str, hold_s: float, wait_s: float = 30) -> subprocess.Popen:
+    env = dict(os.environ, **{ENV_PATH: lock})
+    return subprocess.Popen([sys.executable, "-c", _HOLD, mode, str(wait_s), str(hold_s)], env=env,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def _line(proc: subprocess.Popen) -> tuple[str, float]:
+    word, stamp = proc.stdout.readline().rsplit(" ", 1)
+    return word, float(stamp)
 
 
 def test_without_a_configured_lock_nothing_waits(monkeypatch) -> None:
@@ -23,21 +52,66 @@ def test_a_missing_lock_file_is_not_an_error(monkeypatch, tmp_path) -> None:
         assert got is False
 
 
-def test_one_holder_at_a_time_and_a_bounded_wait(monkeypatch, tmp_path) -> None:
+def test_one_timing_at_a_time_and_a_bounded_wait_given_up_once(monkeypatch, tmp_path) -> None:
     lock = lock_file_for("0", tmp_path)
-    assert oct(os.stat(lock).st_mode & 0o777) == "0o644"          # readable by the sandbox's nobody
+    for path in (lock, lock + TURN_SUFFIX):
+        assert oct(os.stat(path).st_mode & 0o777) == "0o644"       # readable by the sandbox's nobody
     assert lock_file_for("0", tmp_path) == lock                    # every worker of GPU 0 gets the same file
     assert lock_file_for("1", tmp_path) != lock
     monkeypatch.setenv(ENV_PATH, lock)
-    with exclusive_timing() as first:
-        assert first is True
+    other = _holder(lock, "ex", hold_s=3)
+    try:
+        assert _line(other)[0] == "got"
         t0 = time.monotonic()
-        with pytest.warns(RuntimeWarning, match="timing without it"):
-            with exclusive_timing(wait_s=0.3) as second:           # a second open file: flock excludes it
+        with pytest.warns(RuntimeWarning, match="runs without it"):
+            with exclusive_timing(wait_s=0.3) as second:
                 assert second is False
-        assert 0.25 <= time.monotonic() - t0 < 5
-    with exclusive_timing(wait_s=0.3) as again:                    # released at the end of the block
+        assert 0.25 <= time.monotonic() - t0 < 2
+        t0 = time.monotonic()
+        with shared_gpu_work(wait_s=0.3) as third:                 # given up once: no more waiting
+            assert third is False
+        assert time.monotonic() - t0 < 0.1
+    finally:
+        other.wait(timeout=30)
+    with exclusive_timing(wait_s=0.3) as again:                    # released: taken again
         assert again is True
+        with shared_gpu_work() as nested:                          # nested in one process: no self-deadlock
+            assert nested is True
+
+
+def test_checks_share_the_gpu_but_not_with_a_timing(monkeypatch, tmp_path) -> None:
+    lock = lock_file_for("0", tmp_path)
+    monkeypatch.setenv(ENV_PATH, lock)
+    reader = _holder(lock, "sh", hold_s=1.5)
+    try:
+        assert _line(reader)[0] == "got"
+        t0 = time.monotonic()
+        with shared_gpu_work(wait_s=5) as got:                     # two checks at once
+            assert got is True
+        assert time.monotonic() - t0 < 0.5
+        with exclusive_timing(wait_s=10) as got:                   # a timing waits for the running check
+            assert got is True
+            assert time.monotonic() - t0 > 1.0
+        assert _line(reader)[0] == "done"
+    finally:
+        reader.kill()
+
+
+def test_a_waiting_timing_is_not_starved_by_new_checks(monkeypatch, tmp_path) -> None:
+    lock = lock_file_for("0", tmp_path)
+    monkeypatch.setenv(ENV_PATH, lock)
+    first = _holder(lock, "sh", hold_s=1.5)
+    try:
+        assert _line(first)[0] == "got"
+        timing = _holder(lock, "ex", hold_s=1.0)
+        time.sleep(0.4)                                            # the timing now waits for the first check
+        with shared_gpu_work(wait_s=10) as got:                    # a new check queues behind the timing
+            assert got is True
+            entered = time.monotonic()
+        word, started = _line(timing)
+        assert word == "got" and entered >= started + 0.9, (started, entered)
+    finally:
+        first.kill()
 
 
 def test_a_killed_holder_releases_the_lock(monkeypatch, tmp_path) -> None:
@@ -54,6 +128,7 @@ def test_a_killed_holder_releases_the_lock(monkeypatch, tmp_path) -> None:
                 assert got is False
         holder.kill()
         holder.wait(timeout=10)
+        monkeypatch.setattr(timing_lock, "_gave_up", False)
         with exclusive_timing(wait_s=5) as got:
             assert got is True
     finally:
@@ -69,9 +144,10 @@ def test_gpu_jobs_get_their_gpus_lock_read_only_in_the_sandbox(tmp_path, monkeyp
     lock = env[ENV_PATH]
     assert lock.endswith("gpu1.lock") and os.path.exists(lock)
     cmd = sandbox.bwrap_prefix(spec)
-    i = cmd.index(lock)
-    assert cmd[i - 1] == "--ro-bind" and cmd[i + 1] == lock
-    assert cmd.index("--tmpfs") < i                                # bound after /tmp is replaced
+    for path in (lock, lock + TURN_SUFFIX):
+        i = cmd.index(path)
+        assert cmd[i - 1] == "--ro-bind" and cmd[i + 1] == path
+        assert cmd.index("--tmpfs") < i                            # bound after /tmp is replaced
     cpu_only = sandbox.SandboxSpec(tmp_path / "s", tmp_path / "r", gpu=None)
     assert ENV_PATH not in sandbox.sandbox_env(cpu_only)
     assert not any(a.endswith(".lock") for a in sandbox.bwrap_prefix(cpu_only))
@@ -86,11 +162,30 @@ def test_inside_the_real_sandbox_the_lock_can_be_taken_but_not_written(tmp_path)
     (tmp_path / "s").mkdir()
     (tmp_path / "r").mkdir()
     spec = sandbox.SandboxSpec(tmp_path / "s", tmp_path / "r", gpu="0")
-    probe = ("import os\nfrom gemmlab.timing_lock import exclusive_timing\n"
+    probe = ("import os\nfrom gemmlab.timing_lock import exclusive_timing, shared_gpu_work\n"
              "with exclusive_timing(wait_s=5) as got:\n    print('acquired', got)\n"
+             "with shared_gpu_work(wait_s=5) as got:\n    print('shared', got)\n"
              "try:\n    open(os.environ['GEMMLAB_TIMING_LOCK'], 'w')\n    print('written')\n"
              "except OSError:\n    print('write refused')\n")
     done = subprocess.run(sandbox.bwrap_prefix(spec) + [sys.executable, "-c", probe],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split("\n")[:2] == ["acquired True", "write refused"], done.stdout
+    assert done.stdout.split("\n")[:3] == ["acquired True", "shared True", "write refused"], done.stdout
+
+
+def test_a_check_hands_the_gpu_back_while_it_compiles(monkeypatch, tmp_path) -> None:
+    from gemmlab.timing_lock import compiling
+
+    lock = lock_file_for("0", tmp_path)
+    monkeypatch.setenv(ENV_PATH, lock)
+    with shared_gpu_work(wait_s=5) as got:
+        assert got is True
+        with compiling():                                          # a timing may run during the compile
+            timing = _holder(lock, "ex", hold_s=0.5, wait_s=5)
+            assert _line(timing)[0] == "got"
+        assert _line(timing)[0] == "done"                          # the check waited for it to finish
+        other = _holder(lock, "ex", hold_s=0, wait_s=0.3)          # and holds the GPU again afterwards
+        assert _line(other)[0] == "gave up"
+        other.wait(timeout=30)
+    with compiling():                                              # outside any hold: nothing to do
+        pass

@@ -4,8 +4,8 @@ What the kernel sees: the system read-only (``/usr``, ``/etc``, ``/lib*``, the P
 installation, the virtual environment, the ``gemmlab`` package), a private scratch directory
 (the only writable place, also its ``HOME``, cache and current directory), a fresh ``/tmp``,
 its own PID, network, IPC and user namespaces (no network at all; it runs as ``nobody``), and
-the GPU device nodes and, for a GPU job, that GPU's timing-lock file (read-only; the kernels
-sharing a GPU take turns timing through it: gemmlab.timing_lock). It does not see the
+the GPU device nodes and, for a GPU job, that GPU's timing-lock files (read-only; the kernels
+sharing a GPU take turns timing through them: gemmlab.timing_lock). It does not see the
 repository (``solutions/``, ``autograder/`` with the gradebook and other submissions,
 ``tests/``, ``.git``), anyone's home directory, or other processes. ``--die-with-parent`` and the PID namespace mean that killing the ``bwrap``
 process ends every process the submission started.
@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gemmlab.timing_lock import ENV_PATH as TIMING_LOCK_ENV, lock_file_for
+from gemmlab.timing_lock import ENV_PATH as TIMING_LOCK_ENV, TURN_SUFFIX, lock_file_for
 
 #: gemmlab, the only part of the repository the kernel may read.
 GEMMLAB_DIR = Path(__file__).resolve().parents[2] / "gemmlab"
@@ -106,8 +106,9 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     for d in python_dirs() + [str(GEMMLAB_DIR)] + list(spec.extra_ro):
         cmd += ["--ro-bind", d, d]
     lock = timing_lock(spec)
-    if lock:  # read-only: a kernel can take the lock (flock) but not replace or remove the file
-        cmd += ["--ro-bind", lock, lock]
+    if lock:  # read-only: a kernel can take the locks (flock) but not replace or remove the files
+        for path in (lock, lock + TURN_SUFFIX):
+            cmd += ["--ro-bind", path, path]
     for node in gpu_device_nodes():
         cmd += ["--dev-bind", node, node]
     cmd += ["--bind", str(spec.scratch), str(spec.scratch), "--bind", str(spec.run_dir), str(spec.run_dir)]
