@@ -33,6 +33,7 @@ _LAZY = {
     "doctor": ("gemmlab.doctor", "doctor"),
     "performance_bar": ("gemmlab.perfbar", "performance_bar"),
     "run_isolated": ("gemmlab.isolate", "run_isolated"),
+    "export_module": ("gemmlab.isolate", "export_module"),
 }
 _SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "bench", "roofline_math", "perfbar", "isolate"}
 

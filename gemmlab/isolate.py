@@ -19,9 +19,14 @@ Two kinds of job:
 
 Arguments and results travel by pickle: pass and return plain Python values, numpy
 arrays or CPU tensors, not CUDA tensors (those belong to the child's context).
+
+:func:`export_module` writes the notebook cells that define some functions to a module file
+that such a job can import: the way to run a CuTe DSL kernel from a notebook in a child.
 """
 from __future__ import annotations
 
+import inspect
+import linecache
 import os
 import pickle
 import signal
@@ -239,4 +244,48 @@ if __name__ == "__main__":
     os._exit(code)  # skip interpreter teardown: after a CUDA fault it can hang or crash
 
 
-__all__ = ["IsolatedJobError", "cuda_error_name", "run_isolated"]
+def _defining_file(obj: Any) -> str:
+    f = inspect.unwrap(obj) if callable(obj) else obj
+    code = getattr(f, "__code__", None)
+    name = code.co_filename if code is not None else inspect.getsourcefile(f)
+    if not name:
+        raise GemmlabError(f"export_module: cannot tell where {obj!r} was defined; pass functions or classes "
+                           "defined in a notebook cell or a .py file")
+    return name
+
+
+def export_module(name: str, objects: list[Any], constants: dict[str, Any] | None = None,
+                  folder: str | os.PathLike | None = None) -> str:
+    """Write the whole cells (or files) that define ``objects`` to ``<folder>/<name>.py``, in the
+    order the objects are given, then ``constants`` as assignments; returns the folder, for
+    ``sys.path`` in a :func:`run_isolated` job.
+
+    Why whole cells and not ``inspect.getsource`` of each function: the CuTe DSL rewrites a
+    function the first time it compiles it, after which ``inspect.getsource`` loses the
+    ``@cute.jit``/``@cute.kernel`` decorator lines, and a module built from it fails to compile.
+    The cell text, kept by IPython (``linecache``), still has them, with the cell's imports.
+    Lines of IPython magics (``%``, ``!``) are commented out."""
+    if not name.isidentifier():
+        raise GemmlabError(f"export_module: {name!r} is not a valid module name (letters, digits, underscores)")
+    files: list[str] = []
+    for obj in objects:
+        path = _defining_file(obj)
+        if path not in files:
+            files.append(path)
+    parts = []
+    for path in files:
+        lines = linecache.getlines(path)
+        if not lines:
+            raise GemmlabError(f"export_module: the source of {path} is not available (was its cell run in "
+                               "this kernel?)")
+        text = "".join(("# " + ln) if ln.lstrip().startswith(("%", "!")) else ln for ln in lines)
+        parts.append(f"# --- from {path}\n{text.rstrip()}\n")
+    for key, value in (constants or {}).items():
+        parts.append(f"{key} = {value!r}\n")
+    out = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix=f"gemmlab-{name}-"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.py").write_text("\n\n".join(parts))
+    return str(out)
+
+
+__all__ = ["IsolatedJobError", "cuda_error_name", "export_module", "run_isolated"]

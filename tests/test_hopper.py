@@ -3,7 +3,9 @@ appendix for sm_100a) with the instructions each step is about, the CPU exercise
 their checkers, and the checkers reject the classic mistakes."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -67,6 +69,25 @@ def test_pipelined_compiles_for_sm90a(kernels: dict, dtype) -> None:
     assert _count(k, "mbarrier.try_wait") >= 2
     bug = gemmlab.dsl.compile(kernels["pipelined_phase_bug_jit"], *_tn(512, 384, 256, dtype), arch="sm_90a")
     assert bug.ptx != k.ptx, "the phase-bug variant must differ from the correct kernel"
+
+
+def test_exported_phase_bug_module_compiles_in_a_child_after_the_notebook_compiled_it(kernels: dict) -> None:
+    # The deadlock demo's path: the notebook has already compiled the kernel (the DSL rewrote its
+    # functions and inspect.getsource lost their decorators), then exports them for a child process.
+    gemmlab.dsl.compile(kernels["pipelined_jit"], *_tn(512, 512, 256), arch="sm_90a")
+    folder = gemmlab.export_module(
+        "hopper_phase_bug_ci", [kernels[n] for n in ("k_major_smem_layout", "produce", "pipelined_kernel",
+                                                     "launch_pipelined", "pipelined_phase_bug_jit")],
+        {n: kernels[n] for n in ("PIPE_BM", "PIPE_BN", "PIPE_BK", "PIPE_STAGES")})
+    child = ("import sys, torch, gemmlab\n"
+             f"sys.path.insert(0, {folder!r})\n"
+             "import hopper_phase_bug_ci as k\n"
+             "t = [torch.empty(s, dtype=torch.float16) for s in ((512, 256), (512, 256), (512, 512))]\n"
+             "print(gemmlab.dsl.compile(k.pipelined_phase_bug_jit, *t, arch='sm_90a').ptx.count('wgmma.mma_async'))\n")
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "8", done.stdout
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

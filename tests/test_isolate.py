@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import operator
+import sys
 import time
 
 import pytest
@@ -84,3 +85,33 @@ def test_lambdas_and_bad_jobs_are_refused_up_front():
         run_isolated(42)
     with pytest.raises(gemmlab.GemmlabError, match="timeout_s"):
         run_isolated("result = 1", timeout_s=0)
+
+
+def test_export_module_writes_whole_defining_cells_then_constants(tmp_path) -> None:
+    import linecache
+
+    import gemmlab
+    from gemmlab.errors import GemmlabError
+
+    cell = "import math\n%time x = 1\n\n\ndef deco(f):\n    return f\n\n\n@deco\ndef area(r):\n    return math.pi * r * r * SCALE\n"
+    fake = str(tmp_path / "ipykernel_cell_7.py")           # as IPython registers a cell: in linecache only
+    linecache.cache[fake] = (len(cell), None, cell.splitlines(keepends=True), fake)
+    namespace: dict = {}
+    exec(compile(cell.replace("%time", "# %time"), fake, "exec"), namespace)
+    try:
+        folder = gemmlab.export_module("cellmod", [namespace["area"], namespace["deco"]], {"SCALE": 2},
+                                       folder=tmp_path / "out")
+    finally:
+        linecache.cache.pop(fake, None)
+    text = (tmp_path / "out" / "cellmod.py").read_text()
+    assert text.count("def area") == 1 and "@deco" in text and "# %time x = 1" in text
+    assert text.rstrip().endswith("SCALE = 2")
+    sys.path.insert(0, folder)
+    try:
+        import cellmod
+        assert abs(cellmod.area(1.0) - 2 * 3.141592653589793) < 1e-12
+    finally:
+        sys.path.remove(folder)
+        sys.modules.pop("cellmod", None)
+    with pytest.raises(GemmlabError, match="not a valid module name"):
+        gemmlab.export_module("no-dash", [namespace["area"]])
