@@ -124,3 +124,31 @@ def test_a_gate_that_ran_out_before_the_batch_was_queued_is_doubled_up_to_the_ca
     assert _next_gate(1000, gate_ran_out=True, max_cycles=10_000) == 2000      # woke early: queue again, longer
     assert _next_gate(8000, gate_ran_out=True, max_cycles=10_000) == 10_000    # never past the cap
     assert _next_gate(10_000, gate_ran_out=True, max_cycles=10_000) is None    # at the cap: accept
+
+
+def test_the_nudge_between_graded_timings_changes_one_input_without_a_host_copy() -> None:
+    # A host-to-device copy synchronizes the stream, and the GPU would then wait inside the next
+    # timed window while Python launched the kernel: the nudge must pass its value as a kernel argument.
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from gemmlab.bench import _nudger
+
+    ops: list[str] = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            ops.append(func._schema.name.split("::")[-1])
+            return func(*args, **(kwargs or {}))
+
+    A = torch.zeros(64, 32)
+    nudge = _nudger(A)
+    changed = 0
+    for _ in range(20):
+        before = A.clone()
+        with Record():
+            nudge()
+        changed += int((A != before).sum())
+    assert 15 <= changed <= 20                                  # one element a call (a redraw may repeat 0.0: rare)
+    assert not {"copy_", "lift_fresh", "_to_copy", "_local_scalar_dense"} & set(ops), ops
+    assert "fill_" in ops
