@@ -6,8 +6,10 @@
 #   bash tools/gpu_suite.sh [WHEELHOUSE_DIR ...]
 #
 # Environment: OUT (log folder), GEMMLAB_SUITE_PARTS (space-separated subset of:
-# tests banks bench-toolchain bench-dsl bench-timing bench-solutions bench-clocks bench-grading autograde),
-# PYTEST_ARGS, GEMMLAB_GRADING_WORKERS (notebooks graded side by side on GPU 0 in bench-grading; default 3),
+# tests banks bench-toolchain bench-dsl bench-timing bench-solutions bench-clocks bench-grading bench-hostile
+# autograde; bench-hostile: 50 submissions of notebook 00, one in five hostile, with 30 s cell limits
+# so that the hanging ones cost 30 s, not the default 180),
+# PYTEST_ARGS, GEMMLAB_GRADING_WORKERS (notebooks graded side by side on GPU 0 in bench-grading; default 4),
 # GEMMLAB_SUITE_JOBS (parallel pytest processes, or pytest-xdist workers where installed, for the GPU
 # tests that assert no speed; default 4),
 # GEMMLAB_AUTOGRADE_JOBS (assignments autograded at once; default 1, since performance bars share the GPU).
@@ -92,7 +94,9 @@ for part in $PARTS; do
     bench-solutions) run bench-solutions python3 benchmarks/solutions.py ;;
     bench-clocks) run bench-clocks python3 benchmarks/clocks.py hopper_ws gemm06_cpp --seconds 1.5 ;;
     bench-grading) run bench-grading python3 benchmarks/grading.py --only one --gpus 0 \
-                     --workers-per-gpu "${GEMMLAB_GRADING_WORKERS:-3}" ;;
+                     --workers-per-gpu "${GEMMLAB_GRADING_WORKERS:-4}" ;;
+    bench-hostile) run bench-hostile python3 benchmarks/grading.py --only hostile --students 50 \
+                     --assignments 00_gpu_and_roofline --gpus 0 --workers-per-gpu 6 --cell-timeout 30 ;;
     autograde) run autograde python3 tools/autograde_check.py --jobs "${GEMMLAB_AUTOGRADE_JOBS:-1}" ;;
     *) echo "unknown part $part"; status=1 ;;
   esac
