@@ -10,7 +10,7 @@ import time
 import pytest
 
 from gemmlab import timing_lock
-from gemmlab.timing_lock import ENV_PATH, TURN_SUFFIX, exclusive_timing, lock_file_for, shared_gpu_work
+from gemmlab.timing_lock import ENV_PATH, TURN_SUFFIX, compiling, exclusive_timing, lock_file_for, shared_gpu_work
 
 _HOLD = """
 import sys, time
@@ -27,6 +27,14 @@ print("done", time.monotonic(), flush=True)
 def _fresh_process_state(monkeypatch):
     monkeypatch.setattr(timing_lock, "_gave_up", False)
     monkeypatch.setattr(timing_lock, "_held", 0)
+
+
+@pytest.fixture
+def lock(monkeypatch, tmp_path) -> str:
+    """GPU 0's lock files, configured for this process as the grader does for a sandbox."""
+    lock = lock_file_for("0", tmp_path)
+    monkeypatch.setenv(ENV_PATH, lock)
+    return lock
 
 
 def _holder(lock: str, mode: str, hold_s: float, wait_s: float = 30) -> subprocess.Popen:
@@ -79,9 +87,7 @@ def test_one_timing_at_a_time_and_a_bounded_wait_given_up_once(monkeypatch, tmp_
             assert nested is True
 
 
-def test_checks_share_the_gpu_but_not_with_a_timing(monkeypatch, tmp_path) -> None:
-    lock = lock_file_for("0", tmp_path)
-    monkeypatch.setenv(ENV_PATH, lock)
+def test_checks_share_the_gpu_but_not_with_a_timing(lock: str) -> None:
     reader = _holder(lock, "sh", hold_s=1.5)
     try:
         assert _line(reader)[0] == "got"
@@ -97,9 +103,7 @@ def test_checks_share_the_gpu_but_not_with_a_timing(monkeypatch, tmp_path) -> No
         reader.kill()
 
 
-def test_a_waiting_timing_is_not_starved_by_new_checks(monkeypatch, tmp_path) -> None:
-    lock = lock_file_for("0", tmp_path)
-    monkeypatch.setenv(ENV_PATH, lock)
+def test_a_waiting_timing_is_not_starved_by_new_checks(lock: str) -> None:
     first = _holder(lock, "sh", hold_s=1.5)
     try:
         assert _line(first)[0] == "got"
@@ -173,11 +177,7 @@ def test_inside_the_real_sandbox_the_lock_can_be_taken_but_not_written(tmp_path)
     assert done.stdout.split("\n")[:3] == ["acquired True", "shared True", "write refused"], done.stdout
 
 
-def test_a_check_hands_the_gpu_back_while_it_compiles(monkeypatch, tmp_path) -> None:
-    from gemmlab.timing_lock import compiling
-
-    lock = lock_file_for("0", tmp_path)
-    monkeypatch.setenv(ENV_PATH, lock)
+def test_a_check_hands_the_gpu_back_while_it_compiles(lock: str) -> None:
     with shared_gpu_work(wait_s=5) as got:
         assert got is True
         with compiling():                                          # a timing may run during the compile
