@@ -12,10 +12,11 @@ writer preference, so a steady stream of checks cannot starve it).
 The files are named by ``GEMMLAB_TIMING_LOCK`` (and that path + ``.turn``), which the grader
 creates per GPU and binds read-only into each sandbox: ``flock`` needs no write access. Without
 that variable (a student's own JupyterLab) nothing waits. A process holding a lock releases it
-when it exits, even when killed; one that holds it on purpose delays the others by at most
-``GEMMLAB_TIMING_LOCK_WAIT`` seconds (default 60) once: after one wait runs out, that process
-stops waiting for the lock (it times anyway, with a warning), so a hostile holder cannot turn
-each of many checks into a minute's delay.
+when it exits, even when killed. One that holds it on purpose (or a kernel that hangs inside a
+check) delays each wait of the others by at most ``GEMMLAB_TIMING_LOCK_WAIT`` seconds (default
+60), after which they go on without the lock (a timing warns); such waits cost a process three
+times that in all at most, after which it only takes the lock when it is free, so a hostile
+holder cannot turn each of many checks into a minute's delay.
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ ENV_WAIT = "GEMMLAB_TIMING_LOCK_WAIT"
 DEFAULT_WAIT_S = 60.0
 TURN_SUFFIX = ".turn"
 
-_gave_up = False  # this process waited out the deadline once: the lock is not honoured by someone
+_waited_s = 0.0   # seconds this process spent in waits that ran out (a holder kept the lock too long)
+_TOTAL_WAITS = 3  # such waits cost a process at most this many times GEMMLAB_TIMING_LOCK_WAIT in all
 _held = 0         # nesting depth in this process: flock would make a nested block wait for its own lock
 _held_ok = False  # whether the outermost block got the lock
 _shared_fds: tuple[int, int | None] | None = None  # (main, turn) while this process holds the lock shared
@@ -50,6 +52,18 @@ def _open(path: str) -> int | None:
         return None
 
 
+def _deadline(wait_s: float | None) -> float:
+    """When to stop waiting: the per-wait limit, cut to what waits that ran out have left."""
+    per_wait = _wait_s() if wait_s is None else wait_s
+    left = max(0.0, _TOTAL_WAITS * _wait_s() - _waited_s)
+    return time.monotonic() + min(per_wait, left)
+
+
+def _ran_out(seconds: float) -> None:
+    global _waited_s
+    _waited_s += seconds
+
+
 def _take(fd: int, mode: int, deadline: float) -> bool:
     """flock ``fd`` in ``mode`` (LOCK_EX or LOCK_SH), polling until ``deadline``."""
     import fcntl
@@ -66,7 +80,7 @@ def _take(fd: int, mode: int, deadline: float) -> bool:
 
 @contextlib.contextmanager
 def _locked(exclusive: bool, wait_s: float | None) -> Iterator[bool]:
-    global _gave_up, _held, _held_ok, _shared_fds
+    global _held, _held_ok, _shared_fds
     if _held:
         _held += 1
         try:
@@ -86,15 +100,17 @@ def _locked(exclusive: bool, wait_s: float | None) -> Iterator[bool]:
     turn = _open(path + TURN_SUFFIX)
     held: list[int] = []
     try:
-        wait = 0.0 if _gave_up else (_wait_s() if wait_s is None else wait_s)
-        deadline = time.monotonic() + wait
+        deadline = _deadline(wait_s)
         mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        t0 = time.monotonic()
         ok = turn is None or _take(turn, mode, deadline)
         if ok and turn is not None:
             held.append(turn)
         ok = ok and _take(main, mode, deadline)
         if ok:
             held.append(main)
+        else:
+            _ran_out(time.monotonic() - t0)
         if turn is not None and not exclusive and turn in held:
             fcntl.flock(turn, fcntl.LOCK_UN)   # a reader only passes through the turn: writers queue there
             held.remove(turn)
@@ -102,11 +118,9 @@ def _locked(exclusive: bool, wait_s: float | None) -> Iterator[bool]:
             for fd in held:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             held.clear()
-            if not _gave_up:
-                _gave_up = True
-                warnings.warn("another process kept this GPU's timing lock too long; from now on this process "
-                              "runs without it (a timing may be slower than on a quiet GPU)",
-                              RuntimeWarning, stacklevel=4)
+            if exclusive:
+                warnings.warn("another process kept this GPU's timing lock too long; timing without it "
+                              "(the result may be slower than on a quiet GPU)", RuntimeWarning, stacklevel=4)
         _held, _held_ok = _held + 1, ok
         if ok and not exclusive:
             _shared_fds = (main, turn)
@@ -126,7 +140,6 @@ def _locked(exclusive: bool, wait_s: float | None) -> Iterator[bool]:
 def compiling() -> Iterator[None]:
     """Hand back a shared hold while compiling: a compile (~20 s for CuTe C++) uses the CPU, not the
     GPU, and should not keep another grader's timing waiting. Taken again afterwards."""
-    global _gave_up
     fds = _shared_fds
     if fds is None:
         yield
@@ -138,13 +151,12 @@ def compiling() -> Iterator[None]:
     try:
         yield
     finally:
-        deadline = time.monotonic() + (0.0 if _gave_up else _wait_s())
-        ok = turn is None or _take(turn, fcntl.LOCK_SH, deadline)
-        ok = ok and _take(main, fcntl.LOCK_SH, deadline)
+        deadline, t0 = _deadline(None), time.monotonic()
+        ok = (turn is None or _take(turn, fcntl.LOCK_SH, deadline)) and _take(main, fcntl.LOCK_SH, deadline)
         if turn is not None:
             fcntl.flock(turn, fcntl.LOCK_UN)
-        if not ok:
-            _gave_up = True   # go on without it, as a block that could not get the lock does
+        if not ok:                  # go on without it, as any block that could not get it does
+            _ran_out(time.monotonic() - t0)
 
 
 def exclusive_timing(wait_s: float | None = None) -> contextlib.AbstractContextManager[bool]:

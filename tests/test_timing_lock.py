@@ -25,7 +25,7 @@ print("done", time.monotonic(), flush=True)
 
 @pytest.fixture(autouse=True)
 def _fresh_process_state(monkeypatch):
-    monkeypatch.setattr(timing_lock, "_gave_up", False)
+    monkeypatch.setattr(timing_lock, "_waited_s", 0.0)
     monkeypatch.setattr(timing_lock, "_held", 0)
 
 
@@ -60,31 +60,43 @@ def test_a_missing_lock_file_is_not_an_error(monkeypatch, tmp_path) -> None:
         assert got is False
 
 
-def test_one_timing_at_a_time_and_a_bounded_wait_given_up_once(monkeypatch, tmp_path) -> None:
+def test_one_timing_at_a_time_and_bounded_waits(monkeypatch, tmp_path) -> None:
     lock = lock_file_for("0", tmp_path)
     for path in (lock, lock + TURN_SUFFIX):
         assert oct(os.stat(path).st_mode & 0o777) == "0o644"       # readable by the sandbox's nobody
     assert lock_file_for("0", tmp_path) == lock                    # every worker of GPU 0 gets the same file
     assert lock_file_for("1", tmp_path) != lock
     monkeypatch.setenv(ENV_PATH, lock)
-    other = _holder(lock, "ex", hold_s=3)
+    monkeypatch.setenv("GEMMLAB_TIMING_LOCK_WAIT", "0.4")          # per wait; 3 x 0.4 s of waits in all
+    other = _holder(lock, "ex", hold_s=4)
     try:
         assert _line(other)[0] == "got"
-        t0 = time.monotonic()
-        with pytest.warns(RuntimeWarning, match="runs without it"):
-            with exclusive_timing(wait_s=0.3) as second:
-                assert second is False
-        assert 0.25 <= time.monotonic() - t0 < 2
-        t0 = time.monotonic()
-        with shared_gpu_work(wait_s=0.3) as third:                 # given up once: no more waiting
-            assert third is False
-        assert time.monotonic() - t0 < 0.1
+        spent = []
+        for _ in range(4):
+            t0 = time.monotonic()
+            with pytest.warns(RuntimeWarning, match="timing without it"):
+                with exclusive_timing() as got:
+                    assert got is False
+            spent.append(time.monotonic() - t0)
+        assert all(0.35 <= s < 1.0 for s in spent[:3]), spent     # each wait bounded by the limit
+        assert spent[3] < 0.1, spent                               # the process's total is used up: no more waiting
     finally:
         other.wait(timeout=30)
-    with exclusive_timing(wait_s=0.3) as again:                    # released: taken again
+    with exclusive_timing() as again:                              # free again: still taken when free
         assert again is True
         with shared_gpu_work() as nested:                          # nested in one process: no self-deadlock
             assert nested is True
+
+
+def test_waits_that_succeed_cost_nothing_of_the_budget(lock: str, monkeypatch) -> None:
+    monkeypatch.setenv("GEMMLAB_TIMING_LOCK_WAIT", "1")           # a total of 3 s for waits that run out
+    for _ in range(5):                                             # ~4 s of waits that succeed: not counted
+        timing = _holder(lock, "ex", hold_s=0.8)
+        assert _line(timing)[0] == "got"
+        with shared_gpu_work() as got:
+            assert got is True
+        timing.wait(timeout=30)
+    assert timing_lock._waited_s == 0.0
 
 
 def test_checks_share_the_gpu_but_not_with_a_timing(lock: str) -> None:
@@ -132,7 +144,6 @@ def test_a_killed_holder_releases_the_lock(monkeypatch, tmp_path) -> None:
                 assert got is False
         holder.kill()
         holder.wait(timeout=10)
-        monkeypatch.setattr(timing_lock, "_gave_up", False)
         with exclusive_timing(wait_s=5) as got:
             assert got is True
     finally:
