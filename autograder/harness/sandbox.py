@@ -4,11 +4,12 @@ What the kernel sees: the system read-only (``/usr``, ``/etc``, ``/lib*``, the P
 installation, the virtual environment, the ``gemmlab`` package), a private scratch directory
 (the only writable place, also its ``HOME``, cache and current directory), a fresh ``/tmp``,
 its own PID, network, IPC and user namespaces (no network at all; it runs as ``nobody``), and
-the GPU device nodes and, for a GPU job, that GPU's timing-lock files (read-only; the kernels
-sharing a GPU take turns timing through them: gemmlab.timing_lock). It does not see the
-repository (``solutions/``, ``autograder/`` with the gradebook and other submissions,
-``tests/``, ``.git``), anyone's home directory, or other processes. ``--die-with-parent`` and the PID namespace mean that killing the ``bwrap``
-process ends every process the submission started.
+the GPU device nodes and, for a GPU job, that GPU's lock files (read-only; through them the
+kernels sharing a GPU keep timings apart from other GPU work: gemmlab.timing_lock). It does not
+see the repository (``solutions/``, ``autograder/`` with the gradebook and other submissions,
+``tests/``, ``.git``), anyone's home directory, or other processes. ``--die-with-parent`` and
+the PID namespace mean that killing the ``bwrap`` process ends every process the submission
+started.
 """
 from __future__ import annotations
 
@@ -143,7 +144,8 @@ def sandbox_env(spec: SandboxSpec) -> dict[str, str]:
 
 
 def timing_lock(spec: SandboxSpec) -> str | None:
-    """The file through which the kernels sharing this job's GPU take turns timing (gemmlab.timing_lock)."""
+    """The lock file (and its ``.turn`` twin) that keeps timings on this job's GPU apart from other
+    graded GPU work (gemmlab.timing_lock); None for a CPU job."""
     return lock_file_for(spec.gpu) if spec.gpu not in (None, "") else None
 
 
