@@ -94,7 +94,8 @@ def first_calls(kernel: str, changes: dict[str, int], dtypes: list[str]) -> None
 
 def warm(kernel: str, specs: list[dict], dtypes: list[str], jobs: int) -> None:
     def one(changes: dict) -> str:
-        cmd = [sys.executable, __file__, kernel, label_of(changes), "--first-call-only", "--dtypes", ",".join(dtypes)]
+        spec = [label_of(changes)] if changes else []      # the baseline: no KEY=INT argument at all
+        cmd = [sys.executable, __file__, kernel, *spec, "--first-call-only", "--dtypes", ",".join(dtypes)]
         done = subprocess.run(cmd, capture_output=True, text=True)
         return f"  warm {label_of(changes)}: " + ("ok" if done.returncode == 0 else
                                                    "failed: " + (done.stderr or done.stdout).strip()[-300:])

@@ -65,3 +65,18 @@ def test_variant_specs_parse() -> None:
     assert sweep.label_of({}) == "base" and sweep.label_of({"BK": 64}) == "BK=64"
     with pytest.raises(SystemExit):
         sweep.parse_spec("BK")
+
+
+def test_warming_passes_the_baseline_without_a_variant_argument(monkeypatch) -> None:
+    # The baseline once went to the child as the label "base", which is no KEY=INT spec.
+    commands = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "", ""
+
+    monkeypatch.setattr(sweep.subprocess, "run", lambda cmd, **_: commands.append(cmd) or Done())
+    sweep.warm("gemm06_cpp", [{}, {"STAGES": 3}], ["float16"], jobs=1)
+    variant_args = [cmd[3:cmd.index("--first-call-only")] for cmd in commands]
+    assert variant_args == [[], ["STAGES=3"]]
+    for args in variant_args:
+        sweep.parse_spec(",".join(args))      # every argument the child gets parses
