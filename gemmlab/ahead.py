@@ -27,6 +27,7 @@ from typing import Sequence
 
 _LOCK = threading.Lock()
 _IN_FLIGHT: dict[str, threading.Event] = {}      # cache key -> set when its background compile ended
+_ENDED: set[str] = set()                         # keys whose background compile ended, not yet used
 _GENERATIONS: dict[str | None, int] = {}         # group -> number of its latest compile_ahead call
 _PROCS: set[subprocess.Popen] = set()
 _SLOTS: threading.Semaphore | None = None
@@ -100,6 +101,16 @@ def wait_for(key: str, timeout_s: float = _TIMEOUT_S) -> bool:
     return True
 
 
+def take_background(key: str) -> bool:
+    """Whether ``key`` was compiled by a background process of this one and not yet used (then
+    forget it): such a compile's warnings went to a process no one reads, so its first user repeats them."""
+    with _LOCK:
+        if key in _ENDED:
+            _ENDED.discard(key)
+            return True
+        return False
+
+
 def _superseded(group: str | None, generation: int) -> bool:
     with _LOCK:
         return group is not None and _GENERATIONS.get(group, 0) != generation
@@ -130,6 +141,7 @@ def _run(key: str, job: dict, done: threading.Event, slots: threading.Semaphore,
     finally:
         with _LOCK:
             _IN_FLIGHT.pop(key, None)
+            _ENDED.add(key)
         done.set()
 
 

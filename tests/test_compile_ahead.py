@@ -92,3 +92,20 @@ def test_a_rerun_of_the_same_group_drops_builds_not_started(monkeypatch) -> None
         time.sleep(0.05)
     built = [compiler.is_cached(compiler.cache_key(SRC, n, "sm_90a", o, (), "c++17", "kernel.cu")) for n, o in old]
     assert sum(built) <= 1        # at most the one already running when the cell ran again; the queued rest dropped
+
+
+def test_a_background_compile_is_inspected_for_warnings_at_its_first_use(monkeypatch) -> None:
+    # The background process's own WgmmaSerializedWarning goes nowhere: the first foreground user of
+    # its result must look again, later cache hits not (they were already looked at once).
+    from gemmlab import sass
+
+    looked_at = []
+    monkeypatch.setattr(sass, "warn_if_wgmma_serialized", lambda ptx, cubin, name: looked_at.append(name))
+    assert gemmlab.compile_ahead(SRC, [("fill<6>", ["-DEXTRA=6"])], arch="sm_90a") == 1
+    first = compiler.compile_to(SRC, "fill<6>", "sm_90a", ["-DEXTRA=6"])
+    assert first.cached and len(looked_at) == 1
+    compiler.compile_to(SRC, "fill<6>", "sm_90a", ["-DEXTRA=6"])
+    assert len(looked_at) == 1
+    fresh = compiler.compile_to(SRC, "fill<7>", "sm_90a", ["-DEXTRA=7"])      # compiled here: looked at once
+    compiler.compile_to(SRC, "fill<7>", "sm_90a", ["-DEXTRA=7"])
+    assert not fresh.cached and len(looked_at) == 2
