@@ -96,15 +96,14 @@ def compile_to(source: str, name: str, arch: str | None = None, options: Sequenc
                 hit = _load(key, source)
         compiled = hit if hit is not None else _nvrtc_compile(source, name, arch, options, user_dirs, std,
                                                                filename, decl)
-    from_background = ahead.take_background(key)   # its warnings went to a process no one reads
-    if hit is None:
-        if use_cache:
-            _store(key, compiled)
-    elif not from_background:
-        return hit   # compiled earlier by a compile whose warnings were shown
-    from .sass import warn_if_wgmma_serialized
+    if hit is None and use_cache:
+        _store(key, compiled)
+    # Look for serialized wgmma once per compile: here, or at the first use of a background compile
+    # (whose own warning went to a process no one reads).
+    if ahead.take_background(key) or hit is None:
+        from .sass import warn_if_wgmma_serialized
 
-    warn_if_wgmma_serialized(compiled.ptx, compiled.cubin, compiled.name)
+        warn_if_wgmma_serialized(compiled.ptx, compiled.cubin, compiled.name)
     return compiled
 
 
