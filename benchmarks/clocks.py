@@ -128,6 +128,20 @@ def sustained(fn, seconds: float) -> tuple[float, dict, str]:
     return start.elapsed_time(end) / calls, stats, "graph" if graph is not None else "python"
 
 
+def square_gemms(names: list[str], overrides: dict[str, dict[str, int]] | None = None) -> dict:
+    """{name: fn(A, B, D)} for solution kernels, for square problems only: a "nn" kernel's B is K x N
+    and a "tn" kernel's N x K, which for square inputs are the same tensor shape, so one pair of
+    random inputs serves every kernel (the FLOP count does not depend on which way B is read)."""
+    fns = {}
+    for name in names:
+        base = solutions.VARIANTS.get(name, (name,))[0]
+        fn, ns = solutions.load_kernel(solutions.assignment_of(base), name, (overrides or {}).get(name))
+        if solutions.convention_of(fn, ns, base) == "nn":  # fn(A, B, C, alpha, beta)
+            fn = (lambda f: (lambda A, B, D: f(A, B, D, 1.0, 0.0)))(fn)
+        fns[name] = fn
+    return fns
+
+
 def inputs(kind: str, n: int, dtype):
     """Two n x n inputs: ``randn``, ``zeros``, or ``swapped`` (the bits of normal random numbers of
     the *other* 16-bit float type, so the same kernel sees the other type's bit patterns)."""
@@ -162,14 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     n = args.shape
     overrides = solutions.parse_settings(args.set, args.kernels, parser.error)
-    fns = {"cuBLAS": None}
-    for name in args.kernels:
-        assignment = solutions.assignment_of(solutions.VARIANTS.get(name, (name,))[0])
-        fn, ns = solutions.load_kernel(assignment, name, overrides.get(name))
-        conv = solutions.convention_of(fn, ns, solutions.VARIANTS.get(name, (name,))[0])
-        if conv == "nn":  # fn(A, B, C, alpha, beta) with B K x N: square here, so the same tensors serve
-            fn = (lambda f: (lambda A, B, D: f(A, B, D, 1.0, 0.0)))(fn)
-        fns[name] = fn
+    fns = {"cuBLAS": None, **square_gemms(args.kernels, overrides)}
     print(f"{torch.cuda.get_device_name()}, {n}x{n}x{n}, {args.seconds:.1f} s each\n")
     print(f"| kernel | dtype | inputs | issued | TFLOPS | SM MHz | W | max °C | power cap | HW slowdown | thermal |")
     print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
