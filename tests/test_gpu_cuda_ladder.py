@@ -22,7 +22,7 @@ ANY_SHAPE_RUNGS = ["ladder_naive", "ladder_smem", "ladder_any"]
 TILE_RUNGS = {"ladder_wmma": "WMMA_CONFIG", "ladder_dbuf": "DBUF_CONFIG", "ladder_swizzle": "SWIZZLE_CONFIG"}
 ODD = [(1, 1, 1), (3, 5, 7), (17, 33, 9), (129, 257, 65), (255, 1, 300), (1, 255, 513), (1000, 1001, 999),
        (1, 4096, 7), (129, 3, 515), (1000, 1002, 1004), (1000, 1004, 1000), (64, 1000, 1024)]
-#: The issue's target for the last rung (the notebook's graded bar is 0.27).
+#: The issue's target for the last rung (the notebook's graded bar is 0.36).
 TARGET_RATIO = 0.45
 
 
