@@ -20,7 +20,7 @@ import sweep  # noqa: E402
 @pytest.mark.parametrize("kernel, changes, expect", [
     ("gemm06_cpp", {"STAGES": 3, "GROUP_M": 8}, r"CPP_CONFIG = dict\(BM=\d+, BN=\d+, BK=\d+, STAGES=3, .*GROUP_M=8\)"),
     ("gemm06_dsl", {"BK": 32}, r"DSL_CONFIG = dict\(BM=\d+, BN=\d+, BK=32,"),
-    ("ladder_any", {"WARPS_M": 4}, r"ANY_CONFIG = dict\(SWIZZLE_CONFIG, .*WARPS_M=4\)"),   # inherited: added
+    ("ladder_any", {"PAD": 16}, r"ANY_CONFIG = dict\(SWIZZLE_CONFIG, .*PAD=16\)"),   # inherited: added
     ("hopper_ws", {"WS_STAGES": 4}, r"WS_BM, WS_BN, WS_BK, WS_STAGES = \d+, \d+, \d+, 4"),
     ("hopper_ws", {"WS_GROUP_M": 16}, r"WS_CLUSTER_M, WS_GROUP_M = \d+, 16"),
 ])
