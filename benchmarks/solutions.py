@@ -154,14 +154,17 @@ def tags_for(assignment: str, name: str) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
-def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = None):
-    """(gemm function, namespace), or raise LookupError with a reason to print and skip."""
+def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = None,
+                sources: dict[str, str] | None = None):
+    """(gemm function, namespace), or raise LookupError with a reason to print and skip.
+
+    ``sources``: code to run instead of some of the cells, by tag (see solution_cells.load_namespace)."""
     import solution_cells
 
     alias = name
     name, settings = VARIANTS.get(name, (name, {}))
     try:
-        ns = solution_cells.load_namespace(assignment, tags_for(assignment, name))
+        ns = solution_cells.load_namespace(assignment, tags_for(assignment, name), sources)
     except solution_cells.SolutionCellError as err:
         raise LookupError(str(err)) from None
     for key, value in settings.items():

@@ -52,8 +52,11 @@ def cell_source(assignment: str, tag: str) -> str:
     return nb.cells[hits[0]].source
 
 
-def load_namespace(assignment: str, tags: list[str]) -> dict:
+def load_namespace(assignment: str, tags: list[str], sources: dict[str, str] | None = None) -> dict:
     """Run the cells tagged ``tags`` (in the order given) in a fresh namespace and return it.
+
+    ``sources`` maps a tag to code to run in that cell's place (an edited copy of the cell, as
+    benchmarks/ablation.py makes); the cell must still exist.
 
     The namespace starts with ``import gemmlab, torch`` done, as in the notebooks. Each cell
     runs from a file of its own under a temporary folder, so ``inspect.getsource`` (which the
@@ -68,6 +71,8 @@ def load_namespace(assignment: str, tags: list[str]) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"gemmlab-{assignment}-cells-"))
     for index, tag in enumerate(tags):
         src = cell_source(assignment, tag)
+        if sources and tag in sources:
+            src = sources[tag]
         path = folder / f"cell{index}_{tag.replace(':', '_')}.py"
         path.write_text(src)
         exec(compile(src, str(path), "exec"), ns)
