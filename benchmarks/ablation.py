@@ -52,6 +52,8 @@ class Ablation:
 
 _CPP_COPIES = ("        if (next < k_tiles) load_stage(next, write_stage);",
                "        (void)next;                              // ablation: no copies")
+_CPP_L2 = ("        if (next < k_tiles) load_stage(next, write_stage);",
+           "        if (next < k_tiles) load_stage(0, write_stage);   // ablation: k-tile 0 again")
 _CPP_LDSM = ("      copy(s2r_a, tXsA(_, _, kb_next, read_stage), tXrA(_, _, (kb + 1) & 1));\n"
              "      copy(s2r_b, tXsB(_, _, kb_next, read_stage), tXrB(_, _, (kb + 1) & 1));\n", "")
 _CPP_SYNC = ("        cp_async_wait<STAGES - 2>();\n        __syncthreads();\n      }", "      }")
@@ -63,6 +65,10 @@ _DSL_COPIES = ("                if nxt < k_tiles:\n"
                "                    else:\n"
                "                        load_tile(copy_A, tAgA, tAsA, tAcA, mA.shape, nxt, nxt % STAGES)\n"
                "                        load_tile(copy_B, tBgB, tBsB, tBcB, mB.shape, nxt, nxt % STAGES)\n", "")
+_DSL_L2 = (_DSL_COPIES[0], _DSL_COPIES[0].replace("[None, None, None, nxt], tAsA", "[None, None, None, 0], tAsA")
+           .replace("[None, None, None, nxt], tBsB", "[None, None, None, 0], tBsB")
+           .replace("mA.shape, nxt, nxt % STAGES", "mA.shape, 0, nxt % STAGES")
+           .replace("mB.shape, nxt, nxt % STAGES", "mB.shape, 0, nxt % STAGES"))
 _DSL_LDSM = ("            cute.copy(ldsm_A, tXsA[None, None, (kb + 1) % KB, stage], tXrA[None, None, (kb + 1) % 2])\n"
              "            cute.copy(ldsm_B, tXsB[None, None, (kb + 1) % KB, stage], tXrB[None, None, (kb + 1) % 2])\n", "")
 _DSL_SYNC = ("                cute.arch.cp_async_wait_group(STAGES - 2)\n                cute.arch.sync_threads()\n", "")
@@ -71,15 +77,17 @@ _WS_STORE = ("                cute.copy(tma_d, tDsD, tDgD)\n", "")
 _WS_REGS_TO_SMEM = ("            out.store(acc.load().to(d_dtype))\n            cute.autovec_copy(out, tCsD)\n", "")
 
 _MAINLOOP_ABLATIONS = {
-    "cpp": (_CPP_COPIES, _CPP_LDSM, _CPP_SYNC),
-    "dsl": (_DSL_COPIES, _DSL_LDSM, _DSL_SYNC),
+    "cpp": (_CPP_COPIES, _CPP_L2, _CPP_LDSM, _CPP_SYNC),
+    "dsl": (_DSL_COPIES, _DSL_L2, _DSL_LDSM, _DSL_SYNC),
 }
 
 
 def _mainloop(front_end: str) -> tuple[Ablation, ...]:
-    copies, ldsm, sync = _MAINLOOP_ABLATIONS[front_end]
+    copies, l2, ldsm, sync = _MAINLOOP_ABLATIONS[front_end]
     return (
         Ablation("no copies", "the main loop's global->shared copies (each stage keeps its first tile)", (copies,)),
+        Ablation("copies of k-tile 0", "every copy fetches k-tile 0 again: as many copies, all hitting in L2, "
+                 "no DRAM traffic", (l2,)),
         Ablation("no ldmatrix", "the main loop's ldmatrix loads (the MMAs reuse the first fragments)", (ldsm,)),
         Ablation("no wait/barrier", "cp.async waits and __syncthreads in the main loop", (sync,)),
         Ablation("MMAs only", "copies, ldmatrix, waits and barriers: only the MMAs are left", (copies, ldsm, sync)),
@@ -257,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     if not gpu:
         for variants in prepared.values():
             for v in variants:
-                print(f"{v.kernel:11s} {v.label:16s} {v.mma:4d} tensor-core instructions for {arch}"
+                print(f"{v.kernel:11s} {v.label:20s} {v.mma:4d} tensor-core instructions for {arch}"
                       + (f"  REFUSED: {v.refused}" if v.refused else ""))
         return 0
 
