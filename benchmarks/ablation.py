@@ -162,7 +162,7 @@ def tensor_core_instructions(kernels: list) -> int:
 
     if sass.disassembler() is None:
         raise SystemExit("ablation.py needs nvdisasm (pip wheel nvidia-cuda-nvdisasm) to read SASS")
-    return sum(len(_TENSOR_CORE.findall(sass.disassemble(k.cubin, "ablation"))) for k in kernels)
+    return sum(len(_TENSOR_CORE.findall(k.sass())) for k in kernels)
 
 
 @dataclass
@@ -181,17 +181,14 @@ class Variant:
 
 def prepare(kernel: str, ablations: tuple[Ablation, ...], arch: str, dtype: Any) -> list[Variant]:
     """Compile the unchanged kernel and every ablation; refuse those that lost tensor-core instructions."""
-    base = Variant(kernel, None)
-    base.fn, ns = load(kernel, None)
-    base.mma = tensor_core_instructions(BUILDERS[kernel](ns, arch, dtype))
-    variants = [base]
-    for ab in ablations:
+    variants: list[Variant] = []
+    for ab in (None, *ablations):                  # the unchanged kernel first: the others' reference
         v = Variant(kernel, ab)
         v.fn, ns = load(kernel, ab)
         v.mma = tensor_core_instructions(BUILDERS[kernel](ns, arch, dtype))
-        if v.mma < base.mma:
-            v.refused = (f"ptxas kept {v.mma} of {base.mma} tensor-core instructions (their results were unused): "
-                         "timing it would measure less work, not this ablation")
+        if variants and v.mma < variants[0].mma:
+            v.refused = (f"ptxas kept {v.mma} of {variants[0].mma} tensor-core instructions (their results were "
+                         "unused): timing it would measure less work, not this ablation")
         variants.append(v)
     return variants
 
@@ -202,13 +199,17 @@ def compile_ahead(kernels: list[str], labels: list[str] | None, dtype: str, jobs
     todo = [(k, ab.label) for k in kernels for ab in ABLATIONS[k] if not labels or ab.label in labels]
     todo += [(k, "unchanged") for k in kernels]
 
-    def one(item: tuple[str, str]) -> None:
+    def one(item: tuple[str, str]) -> str:
         kernel, label = item
-        subprocess.run([sys.executable, __file__, kernel, "--compile-only", "--only", label, "--dtype", dtype],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        done = subprocess.run([sys.executable, __file__, kernel, "--compile-only", "--only", label, "--dtype", dtype],
+                              capture_output=True, text=True)
+        return "" if done.returncode == 0 else (f"  compiling {kernel} / {label} ahead failed (it is tried again "
+                                                f"below): {(done.stderr or done.stdout).strip()[-300:]}")
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, todo))
+        for line in pool.map(one, todo):
+            if line:
+                print(line, flush=True)
 
 
 def measure(fn: Callable, A: Any, B: Any, D: Any, seconds: float) -> dict:
