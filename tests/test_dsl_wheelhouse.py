@@ -29,6 +29,29 @@ def test_gpu_test_plan_has_the_dsl_and_headers_pinned_and_nothing_the_image_has(
     assert all(not i.resolve_deps for i in wheelhouse.plan("gpu-test"))
 
 
+def test_project_pins_hold_where_nothing_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cluster login node's bare Python: CCCL must still be 13.0 (13.3 breaks the CuTe headers),
+    # and the DSL's native libraries must carry the DSL's own version.
+    def not_installed(name: str) -> str:
+        raise wheelhouse.importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(wheelhouse.importlib.metadata, "version", not_installed)
+    reqs = {i.requirement.split("==")[0]: i.requirement for i in wheelhouse.plan("gpu-test")}
+    assert reqs["nvidia-cuda-cccl"] == "nvidia-cuda-cccl==13.0.85"
+    assert reqs["nvidia-cuda-crt"] == "nvidia-cuda-crt==13.0.88"
+    assert reqs["nvidia-cutlass"] == "nvidia-cutlass==4.2.0.0"
+    dsl = wheelhouse.project_pins()["nvidia-cutlass-dsl"]
+    for lib in ("base", "core", "cu12"):
+        assert reqs[f"nvidia-cutlass-dsl-libs-{lib}"] == f"nvidia-cutlass-dsl-libs-{lib}=={dsl}"
+    assert reqs["ipywidgets"] == "ipywidgets"          # no pin anywhere: pip takes the newest
+
+
+def test_project_pins_read_only_exact_pins(tmp_path: Path) -> None:
+    toml = tmp_path / "pyproject.toml"
+    toml.write_text('dependencies = [\n  "a-b==1.2.3",\n  "c>=2",\n  "D_e==4.0", # note\n]\n')
+    assert wheelhouse.project_pins(toml) == {"a-b": "1.2.3", "d_e": "4.0"}
+
+
 def test_course_plan_resolves_jupyter_and_nbgrader() -> None:
     items = {i.requirement.split("==")[0]: i for i in wheelhouse.plan("course")}
     assert items["nbgrader"].resolve_deps and items["jupyterlab"].resolve_deps

@@ -17,6 +17,7 @@ import argparse
 import hashlib
 import importlib.metadata
 import json
+import re
 import shlex
 import shutil
 import string
@@ -65,12 +66,33 @@ class Item:
     resolve_deps: bool  # False: exactly this wheel (--no-deps)
 
 
-def pinned(name: str) -> str:
-    """``name==version`` as installed here (the versions the tests ran with), else just name."""
-    try:
-        return f"{name}=={importlib.metadata.version(name)}"
-    except importlib.metadata.PackageNotFoundError:
-        return name
+#: The DSL's native libraries are released in lockstep with it and must carry its version.
+LOCKSTEP = {"nvidia-cutlass-dsl-libs-base": "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-core": "nvidia-cutlass-dsl",
+            "nvidia-cutlass-dsl-libs-cu12": "nvidia-cutlass-dsl"}
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def project_pins(pyproject: Path = PYPROJECT) -> dict[str, str]:
+    """The exact (``==``) pins in pyproject.toml: versions that must hold on every machine.
+
+    Read with a pattern rather than tomllib so the script runs on Python 3.10 too.
+    """
+    text = pyproject.read_text() if pyproject.is_file() else ""
+    return {m.group(1).lower(): m.group(2) for m in re.finditer(r'"([A-Za-z0-9_.-]+)==([^";,\s]+)"', text)}
+
+
+def pinned(name: str, pins: dict[str, str] | None = None) -> str:
+    """``name==version``: the project's own pin, else the version installed here (what the tests
+    ran with), else just the name (pip then takes the newest release, and main() warns)."""
+    pins = project_pins() if pins is None else pins
+    key = name.lower()
+    version = pins.get(key) or pins.get(LOCKSTEP.get(key, ""))
+    if version is None:
+        try:
+            version = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return name
+    return f"{name}=={version}"
 
 
 def plan(profile: str) -> list[Item]:
@@ -79,12 +101,13 @@ def plan(profile: str) -> list[Item]:
         raise SystemExit(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
     seen: set[str] = set()
     items = []
+    pins = project_pins()
     for name in PROFILES[profile]:
         key = name.lower().replace("_", "-")
         if key in seen or key in ON_IMAGE:
             continue
         seen.add(key)
-        items.append(Item(pinned(name), resolve_deps=name in COURSE_EXTRA))
+        items.append(Item(pinned(name, pins), resolve_deps=name in COURSE_EXTRA))
     return items
 
 
@@ -263,6 +286,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="also group the files into carry-1, carry-2... folders of at most this many MiB")
     args = ap.parse_args(argv)
     items = plan(args.profile)
+    loose = [i.requirement for i in items if "==" not in i.requirement and not i.resolve_deps]
+    if loose:
+        print(f"note: {len(loose)} wheels are not installed in this Python ({sys.executable}) and not pinned "
+              f"in pyproject.toml, so their newest releases are taken ({', '.join(loose[:4])}...). "
+              "Run this script with the project's .venv/bin/python to carry the versions the tests ran with.",
+              file=sys.stderr)
     if args.plan:
         for i in items:
             print(i.requirement + ("  (with dependencies)" if i.resolve_deps else ""))
