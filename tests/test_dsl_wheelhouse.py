@@ -49,7 +49,8 @@ def test_project_pins_hold_where_nothing_is_installed(monkeypatch: pytest.Monkey
 def test_project_pins_read_only_exact_pins(tmp_path: Path) -> None:
     toml = tmp_path / "pyproject.toml"
     toml.write_text('dependencies = [\n  "a-b==1.2.3",\n  "c>=2",\n  "D_e==4.0", # note\n]\n')
-    assert wheelhouse.project_pins(toml) == {"a-b": "1.2.3", "d_e": "4.0"}
+    assert wheelhouse.project_pins(toml) == {"a-b": "1.2.3", "d-e": "4.0"}
+    assert wheelhouse.pinned("d.E", wheelhouse.project_pins(toml)) == "d.E==4.0"
 
 
 def test_course_plan_resolves_jupyter_and_nbgrader() -> None:

@@ -6,7 +6,7 @@
 GPU machines have torch, cuda-bindings, NVRTC and the CUDA runtime but no network, and the
 device tool carries at most 64 MiB per call. So this downloads exactly the missing wheels
 (``pip download --only-binary=:all: --platform manylinux... --no-deps``, versions pinned to
-what this environment was tested with), splits any wheel larger than ``--split-mb`` into
+pyproject.toml's exact pins, else to what this environment was tested with), splits any wheel larger than ``--split-mb`` into
 ``NAME.whl.part-aa``, ``-ab``... (``split -b``-style, joinable with ``cat``), and writes
 ``install.sh``, which joins the parts, checks their SHA-256 and installs everything with
 ``pip install --no-index --no-deps --target DIR``.
@@ -72,20 +72,25 @@ LOCKSTEP = {"nvidia-cutlass-dsl-libs-base": "nvidia-cutlass-dsl", "nvidia-cutlas
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
+def normalize(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503): ``Foo_Bar`` and ``foo-bar`` are one."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def project_pins(pyproject: Path = PYPROJECT) -> dict[str, str]:
     """The exact (``==``) pins in pyproject.toml: versions that must hold on every machine.
 
     Read with a pattern rather than tomllib so the script runs on Python 3.10 too.
     """
     text = pyproject.read_text() if pyproject.is_file() else ""
-    return {m.group(1).lower(): m.group(2) for m in re.finditer(r'"([A-Za-z0-9_.-]+)==([^";,\s]+)"', text)}
+    return {normalize(m.group(1)): m.group(2) for m in re.finditer(r'"([A-Za-z0-9_.-]+)==([^";,\s]+)"', text)}
 
 
 def pinned(name: str, pins: dict[str, str] | None = None) -> str:
     """``name==version``: the project's own pin, else the version installed here (what the tests
     ran with), else just the name (pip then takes the newest release, and main() warns)."""
     pins = project_pins() if pins is None else pins
-    key = name.lower()
+    key = normalize(name)
     version = pins.get(key) or pins.get(LOCKSTEP.get(key, ""))
     if version is None:
         try:
@@ -289,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     loose = [i.requirement for i in items if "==" not in i.requirement and not i.resolve_deps]
     if loose:
         print(f"note: {len(loose)} wheels are not installed in this Python ({sys.executable}) and not pinned "
-              f"in pyproject.toml, so their newest releases are taken ({', '.join(loose[:4])}...). "
+              f"in pyproject.toml, so their newest releases are taken ({', '.join(loose[:4])}{', ...' if len(loose) > 4 else ''}). "
               "Run this script with the project's .venv/bin/python to carry the versions the tests ran with.",
               file=sys.stderr)
     if args.plan:
