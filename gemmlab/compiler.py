@@ -70,6 +70,21 @@ def compile(source: str, name: str, arch: str | None = None, options: Sequence[s
     return Kernel(compile_to(source, name, arch, options, include_dirs, cache, std, filename))
 
 
+def _resources(log: str, ptx: str, cubin: bytes, lowered_name: str) -> resources.Resources:
+    """ptxas's report; the constant bank from the cubin where the report leaves it out (ptxas 13 for sm_90)."""
+    from dataclasses import replace
+
+    from .dsl.cubin import constant_bank_bytes
+
+    res = resources.parse(log, ptx, lowered_name)
+    if not res.const_bytes and cubin:
+        try:
+            res = replace(res, const_bytes=constant_bank_bytes(cubin, lowered_name))
+        except ValueError:  # not an ELF cubin: keep the report as it is
+            pass
+    return res
+
+
 def compile_to(source: str, name: str, arch: str | None = None, options: Sequence[str] = (),
                include_dirs: Sequence[str] = (), use_cache: bool = True, std: str = "c++17",
                filename: str = DEFAULT_FILENAME) -> Compiled:
@@ -262,7 +277,7 @@ def _nvrtc_compile(source: str, name: str, arch: str, options: tuple[str, ...], 
         cubin=cubin,
         log=diagnostics.warnings_text(log, filename, source, include_dirs=all_dirs),
         params=params,
-        resources=resources.parse(log, ptx, lowered_name),
+        resources=_resources(log, ptx, cubin, lowered_name),
         compile_seconds=seconds,
         cached=False,
     )

@@ -19,6 +19,8 @@ import tempfile
 from .errors import ToolchainError
 
 _HGMMA = re.compile(r"\bHGMMA\.[^;]*;")
+#: ptxas marks the local-memory loads and stores it adds for spilled registers "SpillRefill".
+_SPILL = re.compile(r'\b(STL|LDL)((?:\.[A-Z0-9]+)*)\s[^;\n]*\(\*"SpillRefill"\*\)')
 
 
 def disassembler() -> tuple[str, list[str]] | None:
@@ -64,6 +66,15 @@ def wgmma_waits(sass: str) -> tuple[int, int]:
     return len(hgmma), sum("gsb0" in h for h in hgmma)
 
 
+def spill_bytes(sass: str) -> tuple[int, int]:
+    """``(bytes stored, bytes loaded)`` by the spill instructions in ``sass``: the numbers ptxas's own
+    report gives ("N bytes spill stores, M bytes spill loads"), for compilers that do not show it."""
+    total = {"STL": 0, "LDL": 0}
+    for op, modifiers in _SPILL.findall(sass):
+        total[op] += 16 if ".128" in modifiers else 8 if ".64" in modifiers else 4
+    return total["STL"], total["LDL"]
+
+
 class WgmmaSerializedWarning(UserWarning):
     """ptxas made every wgmma of a kernel wait for the one before it (see ``warn_if_wgmma_serialized``)."""
 
@@ -98,4 +109,4 @@ def warn_if_wgmma_serialized(ptx: str, cubin: bytes, name: str) -> None:
 
 
 __all__ = ["WgmmaSerializedWarning", "disassemble", "disassembler", "serialized_wgmma_message",
-           "warn_if_wgmma_serialized", "wgmma_waits"]
+           "spill_bytes", "warn_if_wgmma_serialized", "wgmma_waits"]

@@ -353,6 +353,40 @@ def test_tensorop_gemm_compiles_to_tensor_core_code(arch: str) -> None:
     assert k.resources.max_threads_per_block >= tensorop_gemm.THREADS
 
 
+SPILLER = r"""
+extern "C" __global__ void __launch_bounds__(256, 8) spiller(float* out, const float* in, int n) {
+    // 64 values live at once under a 32-register budget (8 blocks of 256 threads per SM): ptxas spills.
+    float v[64];
+    #pragma unroll
+    for (int i = 0; i < 64; ++i) v[i] = in[(threadIdx.x * 64 + i) % n];
+    float s = 0.f;
+    #pragma unroll
+    for (int i = 0; i < 64; ++i) s += v[i] * v[63 - i] + v[(i * 7) % 64];
+    __syncthreads();
+    out[threadIdx.x] = s;
+}
+"""
+
+
+@pytest.mark.slow
+def test_resources_read_from_a_cubin_agree_with_ptxas() -> None:
+    # The DSL does not show ptxas's report, so DSL kernels' spills are read off the SASS and their
+    # barriers off the cubin. NVRTC does show it: both readings of one cubin must agree.
+    from gemmlab.compiler import compile_to
+    from gemmlab.sass import disassembler
+
+    if disassembler() is None:
+        pytest.skip("no nvdisasm or cuobjdump here (pip install nvidia-cuda-nvdisasm)")
+    c = compile_to(SPILLER, "spiller", arch="sm_90a")
+    reported = c.resources
+    assert reported.spills and reported.barriers == 1, reported
+    _, read = core._resources(c.cubin, c.ptx, "spiller")
+    assert read == reported, (read, reported)
+    assert read.const_bytes > 0, read      # the parameters live in constant bank 0
+    roomy = dsl.compile(simple_gemm.gemm, *tn(64, 64, 64), arch="sm_90a").resources
+    assert not roomy.spills and roomy.stack_frame_bytes == 0, roomy
+
+
 @pytest.mark.slow
 def test_tensorop_gemm_odd_k_uses_narrow_copies() -> None:
     from tests.dsl_kernels import tensorop_gemm

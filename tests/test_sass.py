@@ -27,6 +27,22 @@ def test_wgmma_waits_tells_a_pipelined_chain_from_a_serialized_one() -> None:
     assert sass.wgmma_waits("FFMA R1, R2, R3, R4 ;") == (0, 0)
 
 
+SPILLS = """
+        /*0620*/                   STL [R1+0x220], R14                      (*"SpillRefill"*);
+        /*08c0*/                   STL.64 [R1+0x8], R18                     (*"SpillRefill"*);
+        /*22e0*/                   LDL R201, [R1]                           (*"SpillRefill"*);
+        /*3d90*/                   LDL.LU.128 R4, [R1+0x10]                 (*"SpillRefill"*);
+        /*3da0*/                   STL.128 [R1+0x40], R8 ;
+        /*3db0*/                   LDL R9, [R1+0x40] ;
+"""
+
+
+def test_spill_bytes_counts_only_what_ptxas_marked_as_spills() -> None:
+    # lines as nvdisasm prints them; the last two are a local array, which is not a spill
+    assert sass.spill_bytes(SPILLS) == (4 + 8, 4 + 16)
+    assert sass.spill_bytes(PIPELINED) == (0, 0)
+
+
 def test_without_a_disassembler_the_error_says_what_to_install(monkeypatch) -> None:
     monkeypatch.setattr(sass, "disassembler", lambda: None)
     with pytest.raises(ToolchainError, match="pip install nvidia-cuda-nvdisasm"):

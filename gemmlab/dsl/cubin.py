@@ -4,7 +4,10 @@ The DSL runs ptxas inside its own library and does not hand us ptxas's report, b
 cubin (an ELF file) records what we need: each kernel's ``.text.<name>`` section carries
 its register count in the top byte of ``sh_info``, ``.nv.shared.<name>`` is its static
 shared memory, ``.nv.constant0.<name>`` its parameter bank, and the global ``.nv.info``
-table holds each function's register count and stack frame (by symbol index). Spills are not recorded in a cubin: they are reported as 0.
+table holds each function's register count and stack frame (by symbol index); the kernel's own
+``.nv.info.<name>`` table (or, from older ptxas, the text section's flags) its named-barrier
+count. Spills are not recorded in a cubin: the caller counts them in the SASS
+(``gemmlab.sass.spill_bytes``) and passes them in.
 """
 from __future__ import annotations
 
@@ -15,12 +18,15 @@ from ..resources import Resources, max_threads_for_registers, max_threads_from_p
 
 _EIATTR_FRAME_SIZE = 0x11
 _EIATTR_REGCOUNT = 0x2F
+_EIATTR_NUM_BARRIERS = 0x4C
+_SHF_BARRIERS_SHIFT = 20
 
 
 @dataclass(frozen=True)
 class Section:
     name: str
     type: int
+    flags: int
     info: int
     size: int  # from the header: NOBITS sections (shared memory) have a size but no bytes
     data: bytes
@@ -43,13 +49,21 @@ def sections(elf: bytes) -> list[Section]:
         return names[i:names.index(b"\0", i)].decode(errors="replace")
 
     return [
-        Section(name_at(name), stype, info, size, b"" if stype == _SHT_NOBITS else elf[offset:offset + size])
-        for name, stype, _flags, _addr, offset, size, _link, info in raw
+        Section(name_at(name), stype, flags, info, size, b"" if stype == _SHT_NOBITS else elf[offset:offset + size])
+        for name, stype, flags, _addr, offset, size, _link, info in raw
     ]
 
 
 def _size(section: Section) -> int:
     return section.size
+
+
+def constant_bank_bytes(elf: bytes, kernel: str) -> int:
+    """Size of ``kernel``'s constant bank 0 (its parameters and the driver's words), 0 if absent."""
+    for s in sections(elf):
+        if s.name == f".nv.constant0.{kernel}":
+            return s.size
+    return 0
 
 
 def kernel_names(elf: bytes) -> list[str]:
@@ -81,8 +95,19 @@ def _per_symbol(info: bytes, attr: int, symbol: int) -> int | None:
     return None
 
 
-def resources(cubin: bytes, ptx: str = "", kernel: str | None = None) -> tuple[str, Resources]:
-    """(kernel name, Resources) of ``kernel`` (default: the first kernel in the cubin)."""
+def _kernel_attr(info: bytes, attr: int) -> int | None:
+    """A small attribute of a kernel's own .nv.info.<name> table (its value in the record's u16)."""
+    for code, payload in _nv_info_records(info):
+        if code == attr and len(payload) == 2:
+            return struct.unpack("<H", payload)[0]
+    return None
+
+
+def resources(cubin: bytes, ptx: str = "", kernel: str | None = None,
+              spills: tuple[int, int] = (0, 0)) -> tuple[str, Resources]:
+    """(kernel name, Resources) of ``kernel`` (default: the first kernel in the cubin).
+
+    ``spills``: (store, load) bytes of register spills, which the cubin does not record."""
     secs = {s.name: s for s in sections(cubin)}
     names = [n[len(".text."):] for n in secs if n.startswith(".text.")]
     if not names:
@@ -95,14 +120,20 @@ def resources(cubin: bytes, ptx: str = "", kernel: str | None = None) -> tuple[s
     smem = _size(secs[f".nv.shared.{name}"]) if f".nv.shared.{name}" in secs else 0
     const = _size(secs[f".nv.constant0.{name}"]) if f".nv.constant0.{name}" in secs else 0
     frame = _per_symbol(glob, _EIATTR_FRAME_SIZE, symbol) or 0
+    own = secs[f".nv.info.{name}"].data if f".nv.info.{name}" in secs else b""
+    # Newer ptxas records the named-barrier count as an attribute, older ones in the text section's flags.
+    barriers = _kernel_attr(own, _EIATTR_NUM_BARRIERS)
+    if barriers is None:
+        barriers = (text.flags >> _SHF_BARRIERS_SHIFT) & 0x7F
     by_regs = max_threads_for_registers(registers)
     by_ptx = max_threads_from_ptx(ptx, name) if ptx else None
     return name, Resources(
         registers=registers,
         static_smem_bytes=smem,
-        spill_stores_bytes=0,
-        spill_loads_bytes=0,
+        spill_stores_bytes=spills[0],
+        spill_loads_bytes=spills[1],
         stack_frame_bytes=frame,
         max_threads_per_block=min(by_regs, by_ptx) if by_ptx else by_regs,
         const_bytes=const,
+        barriers=barriers,
     )
