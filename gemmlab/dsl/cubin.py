@@ -58,12 +58,14 @@ def _size(section: Section) -> int:
     return section.size
 
 
+def _sized(secs: dict[str, Section], name: str) -> int:
+    """Size of section ``name``, 0 if the cubin has none."""
+    return _size(secs[name]) if name in secs else 0
+
+
 def constant_bank_bytes(elf: bytes, kernel: str) -> int:
     """Size of ``kernel``'s constant bank 0 (its parameters and the driver's words), 0 if absent."""
-    for s in sections(elf):
-        if s.name == f".nv.constant0.{kernel}":
-            return s.size
-    return 0
+    return _sized({s.name: s for s in sections(elf)}, f".nv.constant0.{kernel}")
 
 
 def kernel_names(elf: bytes) -> list[str]:
@@ -117,8 +119,8 @@ def resources(cubin: bytes, ptx: str = "", kernel: str | None = None,
     symbol = text.info & 0xFFFFFF  # low bits: the function's symbol; old cubins keep registers on top
     glob = secs[".nv.info"].data if ".nv.info" in secs else b""
     registers = _per_symbol(glob, _EIATTR_REGCOUNT, symbol) or (text.info >> 24) & 0xFF
-    smem = _size(secs[f".nv.shared.{name}"]) if f".nv.shared.{name}" in secs else 0
-    const = _size(secs[f".nv.constant0.{name}"]) if f".nv.constant0.{name}" in secs else 0
+    smem = _sized(secs, f".nv.shared.{name}")
+    const = _sized(secs, f".nv.constant0.{name}")
     frame = _per_symbol(glob, _EIATTR_FRAME_SIZE, symbol) or 0
     own = secs[f".nv.info.{name}"].data if f".nv.info.{name}" in secs else b""
     # Newer ptxas records the named-barrier count as an attribute, older ones in the text section's flags.
