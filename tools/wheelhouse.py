@@ -6,8 +6,8 @@
 GPU machines have torch, cuda-bindings, NVRTC and the CUDA runtime but no network, and the
 device tool carries at most 64 MiB per call. So this downloads exactly the missing wheels
 (``pip download --only-binary=:all: --platform manylinux... --no-deps``, versions pinned to
-pyproject.toml's exact pins, else to what this environment was tested with), splits any wheel larger than ``--split-mb`` into
-``NAME.whl.part-aa``, ``-ab``... (``split -b``-style, joinable with ``cat``), and writes
+pyproject.toml's exact pins, else to what this environment was tested with), splits any wheel
+larger than ``--split-mb`` into ``NAME.whl.part-aa``, ``-ab``... (``split -b``-style, joinable with ``cat``), and writes
 ``install.sh``, which joins the parts, checks their SHA-256 and installs everything with
 ``pip install --no-index --no-deps --target DIR``.
 """
@@ -108,7 +108,7 @@ def plan(profile: str) -> list[Item]:
     items = []
     pins = project_pins()
     for name in PROFILES[profile]:
-        key = name.lower().replace("_", "-")
+        key = normalize(name)
         if key in seen or key in ON_IMAGE:
             continue
         seen.add(key)
@@ -293,10 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     items = plan(args.profile)
     loose = [i.requirement for i in items if "==" not in i.requirement and not i.resolve_deps]
     if loose:
+        shown = ", ".join(loose[:4]) + (", ..." if len(loose) > 4 else "")
         print(f"note: {len(loose)} wheels are not installed in this Python ({sys.executable}) and not pinned "
-              f"in pyproject.toml, so their newest releases are taken ({', '.join(loose[:4])}{', ...' if len(loose) > 4 else ''}). "
-              "Run this script with the project's .venv/bin/python to carry the versions the tests ran with.",
-              file=sys.stderr)
+              f"in pyproject.toml, so their newest releases are taken ({shown}). Run this script with the "
+              "project's .venv/bin/python to carry the versions the tests ran with.", file=sys.stderr)
     if args.plan:
         for i in items:
             print(i.requirement + ("  (with dependencies)" if i.resolve_deps else ""))
