@@ -7,9 +7,9 @@ GPU machines have torch, cuda-bindings, NVRTC and the CUDA runtime but no networ
 device tool carries at most 64 MiB per call. So this downloads exactly the missing wheels
 (``pip download --only-binary=:all: --platform manylinux... --no-deps``, versions pinned to
 pyproject.toml's exact pins, else to what this environment was tested with), splits any wheel
-larger than ``--split-mb`` into ``NAME.whl.part-aa``, ``-ab``... (``split -b``-style, joinable with ``cat``), and writes
-``install.sh``, which joins the parts, checks their SHA-256 and installs everything with
-``pip install --no-index --no-deps --target DIR``.
+larger than ``--split-mb`` into ``NAME.whl.part-aa``, ``-ab``... (``split -b``-style, joinable
+with ``cat``), and writes ``install.sh``, which joins the parts, checks their SHA-256 and
+installs everything with ``pip install --no-index --no-deps --target DIR``.
 """
 from __future__ import annotations
 
