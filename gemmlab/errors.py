@@ -42,3 +42,11 @@ class ContextLostError(KernelError):
 
 class KernelTimeoutError(KernelError):
     """A kernel did not finish in time (for example a deadlock on a barrier)."""
+
+
+class CompileTimeoutError(CompileError):
+    """A compile ran past its time limit (``timeout=`` or ``GEMMLAB_COMPILE_TIMEOUT``) and was stopped."""
+
+    def __init__(self, message: str, limit_s: float = 0.0) -> None:
+        super().__init__(message)
+        self.limit_s = limit_s
