@@ -13,7 +13,8 @@ import torch
 
 from gemmlab.errors import LaunchError, NoGPUError, ToolchainError
 from gemmlab.gpu import has_gpu
-from gemmlab.kernel import LaunchLimits, bind_arguments, validate_launch
+from gemmlab.runtime.arguments import bind_arguments
+from gemmlab.runtime.launch import LaunchLimits, validate_launch
 from gemmlab.signature import find_kernel, reconcile
 
 GEMM_SRC = """
@@ -199,17 +200,17 @@ def test_kernel_object_without_gpu():
 def test_error_translation_without_a_driver(monkeypatch):
     from cuda.bindings import driver
 
-    from gemmlab import kernel
     from gemmlab.errors import ContextLostError, KernelError
+    from gemmlab.runtime import faults
 
-    monkeypatch.setattr(kernel, "_context_lost", None)  # restored after the test
-    plain = kernel.error_for(driver.CUresult.CUDA_ERROR_INVALID_VALUE, "kernel 'k'")
+    monkeypatch.setattr(faults, "_lost", None)  # restored after the test
+    plain = faults.error_for(driver.CUresult.CUDA_ERROR_INVALID_VALUE, "kernel 'k'")
     assert type(plain) is KernelError and "CUDA_ERROR_INVALID_VALUE" in str(plain)
-    assert kernel._context_lost is None
+    assert faults.lost_reason() is None
     # a student's own Python error passes through untouched
     other = RuntimeError("mat1 and mat2 shapes cannot be multiplied")
-    assert kernel.translate_torch_error(other, "the GEMM") is other
-    lost = kernel.translate_torch_error(
+    assert faults.translate(other, "the GEMM") is other
+    lost = faults.translate(
         RuntimeError("CUDA error: an illegal memory access was encountered\nCompile with TORCH_USE_CUDA_DSA"),
         "the GEMM at M×N×K=16×16×16")
     assert isinstance(lost, ContextLostError)
@@ -218,6 +219,6 @@ def test_error_translation_without_a_driver(monkeypatch):
     assert "CUDA context is now lost" in text and "Kernel → Restart" in text and "compute-sanitizer" in text
     # from now on every GPU entry point fails fast instead of hanging or crashing
     with pytest.raises(ContextLostError, match="an earlier kernel failed"):
-        kernel._raise_if_lost()
-    sticky = kernel.error_for(driver.CUresult.CUDA_ERROR_MISALIGNED_ADDRESS, "kernel 'gemm'")
+        faults.raise_if_lost()
+    sticky = faults.error_for(driver.CUresult.CUDA_ERROR_MISALIGNED_ADDRESS, "kernel 'gemm'")
     assert isinstance(sticky, ContextLostError) and "kernel 'gemm' failed: a misaligned address" in str(sticky)

@@ -156,7 +156,8 @@ def result_name(result: Any) -> str:
     return name if isinstance(name, str) else str(result)
 
 
-def _result_text(result: Any) -> str:
+def result_text(result: Any) -> str:
+    """A ``CUresult`` in words: the student-facing explanation of a sticky error, else the driver's text."""
     name = result_name(result)
     fault = classify(name)
     if fault is not None and fault.context_lost:
@@ -175,7 +176,7 @@ def _result_text(result: Any) -> str:
 def error_for(result: Any, what: str) -> KernelError:
     """The gemmlab error for a failed ``CUresult``; sticky ones also mark the context lost."""
     name = result_name(result)
-    detail = f"{what} failed: {_result_text(result)} ({name})"
+    detail = f"{what} failed: {result_text(result)} ({name})"
     fault = classify(name)
     if fault is not None and fault.context_lost:
         return mark_lost(detail)
@@ -202,5 +203,5 @@ def translate(exc: BaseException, what: str) -> BaseException:
 
 __all__ = [
     "Fault", "classify", "cuda_error_name", "error_for", "lost_message", "lost_reason", "mark_lost",
-    "raise_if_lost", "result_name", "translate",
+    "raise_if_lost", "result_name", "result_text", "translate",
 ]

@@ -1,0 +1,59 @@
+"""What one launch of a compiled kernel is, as data that crosses a process boundary.
+
+Why: the grader's kernel judge runs a student's compiled kernel in a process with no student
+Python around it. That process gets the cubin and a :class:`LaunchContract`: which function, its
+parameters (kinds and C types, so arguments are packed and checked as a notebook's call would be),
+and the grid, block and dynamic shared memory. ``to_dict``/``from_dict`` are plain JSON values.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import LaunchError
+from ..signature import Param
+
+
+def _dims3(value: Any) -> tuple[int, int, int]:
+    dims = tuple(int(v) for v in value)
+    if len(dims) != 3:
+        raise LaunchError(f"a launch contract's grid and block have three dimensions, not {list(value)!r}.")
+    return dims  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class LaunchContract:
+    """One kernel launch: the function (``name``, lowered ``symbol``, ``arch``), its parameters and geometry."""
+
+    name: str
+    symbol: str
+    arch: str
+    params: tuple[Param, ...]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: strings, ints, bools, None and lists only."""
+        return {
+            "name": self.name, "symbol": self.symbol, "arch": self.arch,
+            "params": [{"name": p.name, "kind": p.kind, "ctype": p.ctype, "const": p.const, "dtype": p.dtype,
+                        "nbytes": p.nbytes} for p in self.params],
+            "grid": list(self.grid), "block": list(self.block), "smem": self.smem,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LaunchContract":
+        """The contract :meth:`to_dict` wrote; a malformed one raises LaunchError naming what is missing."""
+        try:
+            params = tuple(Param(str(p["name"]), p["kind"], str(p["ctype"]), bool(p["const"]),
+                                 None if p["dtype"] is None else str(p["dtype"]), int(p["nbytes"]))
+                           for p in data["params"])
+            return cls(str(data["name"]), str(data["symbol"]), str(data["arch"]), params,
+                       _dims3(data["grid"]), _dims3(data["block"]), int(data.get("smem", 0)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LaunchError(f"not a launch contract ({type(exc).__name__}: {exc}); write it with "
+                              "LaunchContract.to_dict().") from None
+
+
+__all__ = ["LaunchContract"]
