@@ -1,20 +1,41 @@
-"""Small helpers the course notebooks share (not part of the toolkit's API).
+"""What the course notebooks share, so that each of their cells stays one idea long.
 
-They exist so that notebook cells stay one idea long: "run on the GPU or say clearly
-why we only compile", "has the student replaced the exercise placeholder yet?".
+Every notebook starts with the same few lines::
+
+    from gemmlab.nbhelpers import setup, show
+    GPU, ARCH = setup()
+
+and its test cells lean on the same checks: operands of a launcher (``gemm_operands``),
+correctness first (``require_correct``, ``require_correct_nn``), the padded and ``beta = 0``
+checks of the BLAS-like ``"nn"`` GEMMs (``check_padded``, ``check_beta_zero``), and the two
+front-ends' kernels built side by side (``build_option``, ``available_options``,
+``built_options``). Everything here runs without a GPU except the checks, which need one (the
+notebooks call them only then).
 """
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+import random
+import warnings
+from typing import Any, Callable, NamedTuple, TypeVar
 
-from .errors import GemmlabError
+from .errors import GemmlabError, LaunchError
 from .gpu import current_arch, has_gpu
+
+__all__ = [
+    "FALLBACK_ARCH", "H100_ILLUSTRATION", "OPTION_NAMES", "STUB_MARK",
+    "CheckFailed", "ExerciseNotDone", "Session",
+    "arch", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_padded",
+    "function_done", "gemm_operands", "gpu_or_compile_only", "require_correct", "require_correct_nn",
+    "require_source_done", "setup", "show", "source_done",
+]
 
 #: The arch kernels are compiled for when there is no GPU to ask (the course targets H100).
 FALLBACK_ARCH = "sm_90a"
 #: What nbgrader leaves in the student release where a solution was (python code stub).
 STUB_MARK = "raise NotImplementedError()"
+#: How the notebooks name their two front-ends' kernels: option A (CuTe C++) and option B (CuTe DSL).
+OPTION_NAMES = ("C++ (option A)", "DSL (option B)")
 
 #: Measured once on an NVIDIA H100 80GB HBM3 (docs: /work/shared/FACTS.md, 2026-11-22).
 #: Used only as a labelled illustration on machines without a GPU.
@@ -24,14 +45,50 @@ H100_ILLUSTRATION = {
     "matmul_tflops": {"float16": 692.0, "bfloat16": 719.0},
 }
 
+Fn = TypeVar("Fn", bound=Callable[..., Any])
+
 
 class ExerciseNotDone(GemmlabError):
     """The exercise still holds the release's placeholder instead of the student's code."""
 
 
+class CheckFailed(GemmlabError, AssertionError):
+    """A notebook's check found the kernel wrong or not built; the message says where and what to look at.
+
+    Also an ``AssertionError``: to nbgrader and to tests it is a failed test like any ``assert``.
+    """
+
+
+class Session(NamedTuple):
+    """What ``setup()`` found: whether a GPU runs kernels here, and the arch they compile for."""
+
+    gpu: bool
+    arch: str
+
+
 def arch() -> str:
     """Compile target: this GPU's arch, or sm_90a (H100) where there is no GPU."""
     return current_arch() if has_gpu() else FALLBACK_ARCH
+
+
+def setup() -> Session:
+    """The one call of a notebook's setup cell: silence warnings and say what this machine can do.
+
+    Warnings are silenced because a library warning on stderr makes nbgrader score a graded cell 0.
+    """
+    warnings.filterwarnings("ignore")
+    session = Session(has_gpu(), arch())
+    print(f"GPU usable: {session.gpu}; kernels compile for {session.arch}")
+    return session
+
+
+def show(fig: Any) -> None:
+    """Display a matplotlib Figure once, then free it (gemmlab's pictures are Figures)."""
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    display(fig)
+    plt.close(fig)
 
 
 def gpu_or_compile_only(what: str) -> bool:
@@ -77,3 +134,122 @@ def ceilings_or_illustration() -> Any:
     print("No GPU here, so nothing can be measured. The numbers below are an ILLUSTRATION: "
           "an H100's ceilings measured on another machine. On a GPU this cell measures yours.")
     return Ceilings(**H100_ILLUSTRATION, measured_at="illustration")
+
+
+# ---------------------------------------------------------------- building the two front-ends' kernels
+
+def build_option(option: str, fn: Fn, build: Callable[[], Any], todo: str = "") -> Fn | None:
+    """``fn`` once ``build()`` has compiled its kernel, else None and a line saying why.
+
+    ``option`` is "A" (CuTe C++) or "B" (CuTe DSL); a student needs only one of them, so a
+    missing or failing option is reported, never raised. ``todo`` names what still holds the
+    exercise placeholder ("" when nothing does). ``build`` returns the compiled kernel, whose
+    summary (a DSL kernel) or resources (a C++ kernel) is printed.
+    """
+    other = {"A": "option B", "B": "option A"}[option]
+    if todo:
+        print(f"Option {option} not built: {todo} still holds the '# YOUR CODE HERE' placeholder "
+              f"(fine if you do {other}).")
+        return None
+    try:
+        kernel = build()
+    except (GemmlabError, NotImplementedError) as err:
+        print(f"Option {option} did not compile (fine if you do {other}):\n", err)
+        return None
+    print(kernel.summary() if hasattr(kernel, "summary") else kernel.resources)
+    return fn
+
+
+def available_options(cpp: Fn | None, dsl: Fn | None) -> dict[str, Fn]:
+    """The options that built (not None), by name: "C++ (option A)", "DSL (option B)"."""
+    return {name: fn for name, fn in zip(OPTION_NAMES, (cpp, dsl)) if fn is not None}
+
+
+def built_options(what: str, cpp: Fn | None, dsl: Fn | None) -> dict[str, Fn]:
+    """``available_options``, or CheckFailed if neither option built: a test needs at least one."""
+    built = available_options(cpp, dsl)
+    if not built:
+        raise CheckFailed(f"Neither option built {what}: finish the marked part of option A or option B and "
+                          "read the message printed under its build cell.")
+    return built
+
+
+# ---------------------------------------------------------------- correctness checks (GPU)
+
+def require_correct(fn: Callable[..., Any], label: str, shapes: Any = None, hint: str = "",
+                    echo: bool = False, **check_kwargs: Any) -> Any:
+    """``check_gemm(fn, shapes=shapes, **check_kwargs)``, raising CheckFailed with the table and ``hint``
+    unless it passed. ``echo`` prints the result first. Returns the CheckResult."""
+    import gemmlab
+
+    result = gemmlab.check_gemm(fn, shapes=shapes, **check_kwargs)
+    if echo:
+        print(f"{label}: {result}")
+    if not result.passed:
+        raise CheckFailed(f"{label} is wrong on some shapes, see the table:\n{result}" + (f"\n{hint}" if hint else ""))
+    return result
+
+
+def require_correct_nn(fn: Callable[..., Any], label: str, shapes: Any, beta: float | None = None) -> Any:
+    """``require_correct`` for a BLAS-like C = alpha*A*B + beta*C function, with a fresh random alpha
+    and beta (``beta`` fixes it, e.g. 0.0), the result printed."""
+    return require_correct(fn, label, shapes, echo=True, convention="nn", alpha=random.choice([1.0, 0.75, -1.5]),
+                           beta=random.choice([0.5, -1.0, 2.0]) if beta is None else beta)
+
+
+def gemm_operands(A: Any, B: Any, C: Any, dtypes: tuple[Any, ...] | None = None) -> tuple[int, int, int]:
+    """(M, N, K) of a C = alpha*A*B + beta*C call, or a LaunchError saying what breaks the kernel's
+    contract (2-D, fitting shapes, at least 1, one of ``dtypes`` (default float16), row-major)."""
+    import torch
+
+    dtypes = dtypes or (torch.float16,)
+    if not all(isinstance(t, torch.Tensor) and t.dim() == 2 for t in (A, B, C)):
+        raise LaunchError("A, B and C must be 2-D torch tensors")
+    (M, K), (K2, N) = A.shape, B.shape
+    if K2 != K or tuple(C.shape) != (M, N):
+        raise LaunchError(f"shapes do not fit C = A*B: A {tuple(A.shape)}, B {tuple(B.shape)}, C {tuple(C.shape)}")
+    if min(M, N, K) < 1:
+        raise LaunchError(f"M, N, K must be at least 1, got {M}, {N}, {K}")
+    if A.dtype not in dtypes or B.dtype != A.dtype or C.dtype != A.dtype:
+        names = " or ".join(str(d).replace("torch.", "") for d in dtypes)
+        raise LaunchError(f"A, B and C must all be {names}, got {A.dtype}, {B.dtype}, {C.dtype}")
+    for name, t in (("A", A), ("B", B), ("C", C)):
+        if t.stride(1) != 1 and t.shape[1] > 1:
+            raise LaunchError(f"{name} must be row-major (last dimension contiguous), its strides are {t.stride()}")
+    return M, N, K
+
+
+def check_beta_zero(fn: Callable[..., Any], label: str, M: int, N: int, K: int) -> None:
+    """An "nn" GEMM with beta = 0 on a C full of NaN: C must not be read, so no NaN may come out."""
+    import torch
+
+    A = torch.randn(M, K, device="cuda").half()
+    B = torch.randn(K, N, device="cuda").half()
+    C = torch.full((M, N), float("nan"), device="cuda").half()
+    fn(A, B, C, 1.0, 0.0)
+    torch.cuda.synchronize()
+    bad = int((~torch.isfinite(C)).sum())
+    if bad:
+        raise CheckFailed(f"{label}: with beta = 0 and C full of NaN, {bad} results are NaN/Inf at {M}x{N}x{K}: "
+                          "do not read C when beta == 0")
+
+
+def check_padded(fn: Callable[..., Any], label: str, M: int, N: int, K: int, pad: int) -> None:
+    """An "nn" GEMM on rows longer than the matrix (lda = K + pad, ...): the pitches must be used,
+    and the padding of C's rows left alone."""
+    import torch
+
+    A = torch.randn(M, K + pad, device="cuda").half()[:, :K]
+    B = torch.randn(K, N + pad, device="cuda").half()[:, :N]
+    Cbig = torch.randn(M, N + pad, device="cuda").half()
+    C = Cbig[:, :N]
+    ref = 0.5 * A.double() @ B.double() + 0.25 * C.double()
+    padding = Cbig[:, N:].clone()
+    fn(A, B, C, 0.5, 0.25)
+    torch.cuda.synchronize()
+    err = float((C.double() - ref).norm() / ref.norm())
+    if not err < 1e-3:
+        raise CheckFailed(f"{label}: relative error {err:.2e} at {M}x{N}x{K} with rows padded by {pad}: "
+                          "index rows with lda/ldb/ldc")
+    if not torch.equal(Cbig[:, N:], padding):
+        raise CheckFailed(f"{label}: wrote into the padding of C's rows at {M}x{N}x{K} (pad {pad})")
