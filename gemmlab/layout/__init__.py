@@ -6,6 +6,8 @@ with ``None`` stand for CuTe's ``_`` (keep this mode).
 """
 from __future__ import annotations
 
+from types import ModuleType as _ModuleType
+
 from .algebra import (
     Layout,
     blocked_product,
@@ -14,7 +16,6 @@ from .algebra import (
     composition,
     cosize,
     crd2idx,
-    cute_str,
     downcast,
     filter,
     flat_divide,
@@ -22,7 +23,6 @@ from .algebra import (
     full_slice,
     idx2crd,
     is_layout,
-    layout_to_array,
     left_inverse,
     logical_divide,
     logical_product,
@@ -38,14 +38,16 @@ from .algebra import (
     slice_and_offset,
     tiled_divide,
     tiled_product,
-    tv_to_tile_table,
     upcast,
     with_shape,
     zipped_divide,
     zipped_product,
 )
 from .atoms import CopyAtom, MmaAtom, copy_atom, copy_atom_names, mma_atom, mma_atom_names
-from .swizzle import ComposedLayout, LayoutError, Swizzle, make_composed_layout, make_swizzle
+from .errors import LayoutError
+from .evaluate import layout_to_array, mode_sizes, tv_to_array, tv_to_tile_table
+from .printing import cute_str
+from .swizzle import ComposedLayout, Swizzle, make_composed_layout, make_swizzle
 from .tensor import Tensor, make_identity_tensor, make_tensor
 from .tiled_copy import (
     ThrCopy,
@@ -59,4 +61,5 @@ from .tiled_copy import (
 from .tiled_mma import ThrMMA, TiledMMA, make_tiled_mma
 from .tiling import dice, get_flat_coord, get_hier_coord, inner_partition, local_partition, local_tile, outer_partition
 
-__all__ = [name for name in dir() if not name.startswith("_") and name != "annotations"]
+__all__ = [name for name, value in globals().items()
+           if not name.startswith("_") and name != "annotations" and not isinstance(value, _ModuleType)]

@@ -3,15 +3,15 @@
 Most functions are pycute's own (NVIDIA's Python port of CuTe). Re-implemented here only
 where pycute differs from CuTe C++ / the CuTe DSL: ``zipped_divide`` (CuTe splits a mode
 whose tiler is ``_``), ``logical_product`` with an int tiler, ``blocked_product``,
-``raked_product``, ``upcast``/``downcast`` and CuTe-style printing. Every function also
+``raked_product`` and ``upcast``/``downcast``. Every function also
 accepts a swizzled :class:`ComposedLayout` where CuTe does, acting on its inner layout.
 """
 from __future__ import annotations
 
 from itertools import chain
+from math import gcd
 from typing import Any
 
-import numpy as np
 import pycute
 from pycute import (  # noqa: F401  (re-exported)
     Layout,
@@ -33,7 +33,9 @@ from pycute import (  # noqa: F401  (re-exported)
     slice_and_offset,
 )
 
-from .swizzle import ComposedLayout, LayoutError, Swizzle
+from .errors import LayoutError
+from .printing import cute_str
+from .swizzle import ComposedLayout, Swizzle
 
 
 def make_layout(*args: Any) -> Layout:
@@ -93,19 +95,6 @@ def shape(x: Any) -> Any:
 def filter(layout: Layout, profile: Any = None) -> Layout:  # noqa: A001 - CuTe's name
     """``cute::filter``: drop stride-0 and size-1 modes, then coalesce."""
     return pycute.filter(layout, profile)
-
-
-def _lift(fn):
-    """Let a layout function act on the inner layout of a swizzled ComposedLayout."""
-
-    def wrapped(layout: Any, *args: Any) -> Any:
-        if isinstance(layout, ComposedLayout):
-            return layout.map_inner(lambda inner: fn(inner, *args))
-        return fn(layout, *args)
-
-    wrapped.__name__ = fn.__name__
-    wrapped.__doc__ = fn.__doc__
-    return wrapped
 
 
 def _as_layout(tiler: Any) -> Any:
@@ -296,8 +285,6 @@ def downcast(layout: Layout, n: int) -> Layout:
 
 def recast_layout(layout: Layout, old_bits: int, new_bits: int) -> Layout:
     """``cute::recast_layout<Old, New>`` given element sizes in bits (e.g. bits -> fp16: 1, 16)."""
-    from math import gcd
-
     g = gcd(old_bits, new_bits)
     num, den = new_bits // g, old_bits // g
     if num == 1 and den == 1:
@@ -307,90 +294,3 @@ def recast_layout(layout: Layout, old_bits: int, new_bits: int) -> Layout:
     if den == 1:
         return upcast(layout, num)
     return downcast(upcast(layout, num), den)
-
-
-def cute_str(x: Any) -> str:
-    """Print like CuTe: ``((4,8),(2,2)):((32,1),(16,8))``, ``Sw<3,3,3> o _0 o (8,64):(64,1)``."""
-    if isinstance(x, ComposedLayout) or isinstance(x, Swizzle):
-        return str(x)
-    if isinstance(x, pycute.Swizzle):
-        return str(Swizzle(x.bits, x.base, x.shift))
-    if isinstance(x, Layout):
-        return f"{_tuple_str(x.shape)}:{_tuple_str(x.stride)}"
-    return _tuple_str(x)
-
-
-def _tuple_str(t: Any) -> str:
-    if is_tuple(t):
-        return "(" + ",".join(_tuple_str(e) for e in t) + ")"
-    return "_" if t is None else str(t)
-
-
-# ---------------------------------------------------------------- numpy evaluation
-
-
-def _eval_flat(layout: Any, idx: np.ndarray) -> np.ndarray:
-    """Evaluate a layout at 1-D coordinates ``idx`` (vectorised; pycute does one coord per call)."""
-    if isinstance(layout, ComposedLayout):
-        return _apply_outer(layout.outer, layout.offset + _eval_flat(layout.inner, idx))
-    out = np.zeros(idx.shape, dtype=np.int64)
-    rem = idx.astype(np.int64)
-    shapes, strides = flatten(layout.shape), flatten(layout.stride)
-    for i, (s, d) in enumerate(zip(shapes, strides)):
-        if i == len(shapes) - 1:
-            c = rem  # the last mode takes what is left (CuTe's generalized coordinates)
-        else:
-            c, rem = rem % s, rem // s
-        out += c * d
-    return out
-
-
-def _apply_outer(outer: Any, offsets: np.ndarray) -> np.ndarray:
-    if isinstance(outer, pycute.Swizzle):
-        sw = outer if isinstance(outer, Swizzle) else Swizzle(outer.bits, outer.base, outer.shift)
-        return sw(offsets)
-    if is_layout(outer):
-        return _eval_flat(outer, offsets)
-    return np.vectorize(outer)(offsets)
-
-
-def layout_to_array(layout: Any) -> np.ndarray:
-    """Evaluate a layout over its whole domain at once.
-
-    Returns ``a`` with ``a[i0, i1, ...] == layout((i0, i1, ...))`` where ``ik`` is the 1-D
-    (column-major) coordinate in top-level mode ``k``; shape = sizes of the top-level modes.
-    CuTe equivalent: printing every ``layout(i)``; the DSL's ``cute.print_tensor`` of an
-    identity-composed tensor.
-    """
-    top = product_each(layout.shape)
-    dims = top if is_tuple(top) else (top,)
-    n = int(np.prod(dims, dtype=np.int64)) if dims else 1
-    flat = _eval_flat(layout, np.arange(n, dtype=np.int64))
-    return flat.reshape(dims, order="F")
-
-
-def tv_to_tile_table(tv: Any, tile_shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Invert a (thread, value) -> tile-index layout into per-element tables.
-
-    Returns ``(thread_of, value_of)``, numpy int arrays shaped ``tile_shape``: which thread
-    holds element ``(m, k)`` of the tile and as which of its values (column-major tile
-    index, as CuTe's TV layouts use). Elements no thread holds are -1; where several
-    (thread, value) pairs hold one element (broadcasts), the lowest thread wins.
-    This is the picture ``cute::print_latex(tv_layout)`` draws.
-    """
-    arr = layout_to_array(tv)
-    if arr.ndim != 2:
-        arr = arr.reshape(arr.shape[0], -1, order="F")
-    n_thr, n_val = arr.shape
-    m, k = tile_shape
-    flat = arr.ravel(order="C")  # thread-major: the first occurrence is the lowest thread
-    if flat.size and (flat.min() < 0 or flat.max() >= m * k):
-        raise LayoutError(
-            f"TV layout {cute_str(tv)} maps outside a {m}x{k} tile (max index {int(flat.max())})."
-        )
-    uniq, first = np.unique(flat, return_index=True)
-    thread_of = np.full(m * k, -1, dtype=np.int64)
-    value_of = np.full(m * k, -1, dtype=np.int64)
-    thread_of[uniq] = first // n_val
-    value_of[uniq] = first % n_val
-    return thread_of.reshape((m, k), order="F"), value_of.reshape((m, k), order="F")

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .algebra import Layout, cute_str, layout_to_array, recast_layout
-from .swizzle import LayoutError
+from .algebra import Layout, recast_layout, size
+from .errors import LayoutError
+from .evaluate import layout_to_array
+from .printing import cute_str
 
 # ------------------------------------------------------------------- MMA atoms
 
@@ -180,8 +182,6 @@ class CopyAtom:
     @property
     def num_values(self) -> int:
         """Values per thread in the reference layout (CuTe's ``AtomNumVal``)."""
-        from .algebra import size
-
         return size(self.tv_ref[1])
 
     def with_element_bits(self, element_bits: int) -> "CopyAtom":

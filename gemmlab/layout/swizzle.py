@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
 import pycute
 
-from ..errors import GemmlabError
-
-
-class LayoutError(GemmlabError):
-    """A layout operation was asked for something CuTe would reject (the message says what)."""
+from .errors import LayoutError
+from .evaluate import apply_swizzle
+from .printing import cute_str
 
 
 class Swizzle(pycute.Swizzle):
@@ -35,11 +32,7 @@ class Swizzle(pycute.Swizzle):
         super().__init__(bits, base, shift)
 
     def __call__(self, offset: Any) -> Any:
-        if isinstance(offset, np.ndarray):
-            yyy = offset & self.yyy_msk
-            moved = yyy >> self.shift if self.shift >= 0 else yyy << (-self.shift)
-            return offset ^ moved
-        return super().__call__(offset)
+        return apply_swizzle(self, offset)
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, pycute.Swizzle) and (self.bits, self.base, self.shift)
@@ -49,7 +42,7 @@ class Swizzle(pycute.Swizzle):
         return hash((self.bits, self.base, self.shift))
 
     def __str__(self) -> str:
-        return f"Sw<{self.bits},{self.base},{self.shift}>"
+        return cute_str(self)
 
     def __repr__(self) -> str:
         return f"Swizzle({self.bits},{self.base},{self.shift})"
@@ -123,10 +116,7 @@ class ComposedLayout(pycute.ComposedLayout):
         return int(self.outer(inner - 1)) + 1
 
     def __str__(self) -> str:
-        from .algebra import cute_str
-
-        off = "_0" if self.offset == 0 else str(self.offset)
-        return f"{cute_str(self.outer)} o {off} o {cute_str(self.inner)}"
+        return cute_str(self)
 
     def __repr__(self) -> str:
         return f"ComposedLayout({self.outer!r},{self.offset},{self.inner!r})"

@@ -7,13 +7,16 @@ came from, so partitioning an identity tensor shows which coordinates a thread o
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pycute
 
-from .algebra import Layout, cute_str, idx2crd, is_layout, layout_to_array, make_layout, size
-from .swizzle import ComposedLayout, LayoutError
+from .algebra import Layout, idx2crd, is_layout, make_layout, size
+from .errors import LayoutError
+from .evaluate import idx2crd_flat, layout_to_array
+from .printing import cute_str
+from .swizzle import ComposedLayout
 
 
 class IdentityEngine:
@@ -27,15 +30,7 @@ class IdentityEngine:
 
     def coords(self, offsets: np.ndarray) -> np.ndarray:
         """Vectorised: array of offsets -> array (..., rank) of flat coordinates."""
-        dims = pycute.flatten(self.shape)
-        out = np.empty(offsets.shape + (len(dims),), dtype=np.int64)
-        rem = offsets.astype(np.int64)
-        for i, s in enumerate(dims):
-            if i == len(dims) - 1:
-                out[..., i] = rem
-            else:
-                out[..., i], rem = rem % s, rem // s
-        return out
+        return idx2crd_flat(offsets, self.shape)
 
     def __repr__(self) -> str:
         return f"ArithTuple(0) (identity of {cute_str(self.shape)})"
@@ -135,15 +130,15 @@ def make_identity_tensor(shape: Any) -> Tensor:
     return Tensor(IdentityEngine(shape), Layout(shape))
 
 
-def _as_tensor(x: Any) -> tuple[Tensor, bool]:
-    """Partition functions take tensors or bare layouts (CuTe takes both); remember which."""
+def map_tensor(x: Any, fn: Callable[[Tensor], Tensor]) -> Any:
+    """Apply a tensor transformation to a tensor or a bare layout, returning the same kind.
+
+    CuTe's partitioners take both; a layout goes through ``fn`` as a tensor without data and
+    comes back as the resulting tensor's layout.
+    """
     if isinstance(x, Tensor):
-        return x, True
+        return fn(x)
     if is_layout(x):
-        return Tensor(None, x), False
+        return fn(Tensor(None, x)).layout
     raise LayoutError(f"expected a gemmlab.layout Tensor or Layout, got {type(x).__name__}.")
-
-
-def _result(t: Tensor, was_tensor: bool) -> Any:
-    return t if was_tensor else t.layout
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import algebra as A
-from .algebra import Layout, cute_str, make_layout, size
+from .algebra import Layout, make_layout, size
 from .atoms import CopyAtom, copy_atom
-from .swizzle import LayoutError
-from .tensor import _as_tensor, _result
+from .errors import LayoutError
+from .printing import cute_str
+from .tensor import Tensor, map_tensor
 from .tiled_mma import TiledMMA
 
 
@@ -110,10 +111,11 @@ class ThrCopy:
     thr_idx: int
 
     def _partition(self, x: Any, fn) -> Any:
-        t, was = _as_tensor(x)
-        thr = fn(t.layout)
-        r = A.rank(t.layout)
-        return _result(t.with_layout(thr)(self.thr_idx, None, tuple([None] * r) if r > 1 else None), was)
+        def partition(t: Tensor) -> Tensor:
+            r = A.rank(t.layout)
+            return t.with_layout(fn(t.layout))(self.thr_idx, None, tuple([None] * r) if r > 1 else None)
+
+        return map_tensor(x, partition)
 
     def partition_S(self, x: Any) -> Any:
         """``thr_copy.partition_S(gA)``: this thread's (CPY_V, CPY_M, CPY_K, ...) source slice."""

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import algebra as A
-from .algebra import Layout, cute_str, make_layout, size
+from .algebra import Layout, make_layout, size
 from .atoms import MmaAtom, mma_atom
-from .swizzle import LayoutError
-from .tensor import Tensor, _as_tensor, _result
+from .errors import LayoutError
+from .printing import cute_str
+from .tensor import Tensor, map_tensor
 from .tiling import get_flat_coord
 
 
@@ -138,13 +139,16 @@ class ThrMMA:
     thr_vmnk: tuple
 
     def _partition(self, x: Any, fn, a: int, b: int) -> Any:
-        t, was = _as_tensor(x)
-        thr_layout = fn(t.layout)
         v = self.thr_vmnk
         crd = (v[0], (v[a], v[b]))
-        rest_rank = A.rank(thr_layout[1][1])
-        sub = t.with_layout(thr_layout)(crd, (None, tuple([None] * rest_rank) if A.is_tuple(thr_layout[1][1].shape) else None))
-        return _result(sub, was)
+
+        def partition(t: Tensor) -> Tensor:
+            thr_layout = fn(t.layout)
+            rest = thr_layout[1][1]
+            keep_rest = tuple([None] * A.rank(rest)) if A.is_tuple(rest.shape) else None
+            return t.with_layout(thr_layout)(crd, (None, keep_rest))
+
+        return map_tensor(x, partition)
 
     def partition_A(self, x: Any) -> Any:
         """``thr_mma.partition_A(gA)``: this thread's (MMA_V, MMA_M, MMA_K, ...) slice of A."""
@@ -160,19 +164,15 @@ class ThrMMA:
 
     def partition_fragment_A(self, x: Any) -> Any:
         """Shape of the register fragment ``thr_mma.partition_fragment_A(sA)`` would allocate."""
-        return _shape_of(self.partition_A(x))
+        return self.partition_A(x).shape
 
     def partition_fragment_B(self, x: Any) -> Any:
         """Shape of the register fragment ``thr_mma.partition_fragment_B(sB)`` would allocate."""
-        return _shape_of(self.partition_B(x))
+        return self.partition_B(x).shape
 
     def partition_fragment_C(self, x: Any) -> Any:
         """Shape of the register fragment ``thr_mma.partition_fragment_C(gC)`` would allocate."""
-        return _shape_of(self.partition_C(x))
-
-
-def _shape_of(x: Any) -> Any:
-    return x.shape if not isinstance(x, Tensor) else x.layout.shape
+        return self.partition_C(x).shape
 
 
 def make_tiled_mma(atom: MmaAtom | str, atoms_layout: Any = (1, 1, 1), permutation: Any = None) -> TiledMMA:

@@ -10,33 +10,9 @@ from typing import Any
 import pycute
 
 from . import algebra as A
-from .swizzle import LayoutError
-from .tensor import Tensor, _as_tensor, _result
-
-
-def _tensor_map(x: Any, fn) -> Any:
-    t, was = _as_tensor(x)
-    return _result(t.with_layout(fn(t.layout)), was)
-
-
-def zipped_divide(x: Any, tiler: Any) -> Any:
-    """``cute::zipped_divide`` on a tensor or layout: ((tile modes), (rest modes))."""
-    return _tensor_map(x, lambda l: A.zipped_divide(l, tiler))
-
-
-def logical_divide(x: Any, tiler: Any) -> Any:
-    """``cute::logical_divide`` on a tensor or layout."""
-    return _tensor_map(x, lambda l: A.logical_divide(l, tiler))
-
-
-def tiled_divide(x: Any, tiler: Any) -> Any:
-    """``cute::tiled_divide`` on a tensor or layout."""
-    return _tensor_map(x, lambda l: A.tiled_divide(l, tiler))
-
-
-def flat_divide(x: Any, tiler: Any) -> Any:
-    """``cute::flat_divide`` on a tensor or layout."""
-    return _tensor_map(x, lambda l: A.flat_divide(l, tiler))
+from .errors import LayoutError
+from .printing import cute_str
+from .tensor import Tensor, map_tensor
 
 
 def _append_none(coord: Any, r: int) -> tuple:
@@ -53,28 +29,34 @@ def _slice(t: Tensor, crd: Any) -> Tensor:
 
 def inner_partition(x: Any, tiler: Any, coord: Any) -> Any:
     """``cute::inner_partition``: keep the tile, slice the rest mode with ``coord``."""
-    t, was = _as_tensor(x)
-    tiled = t.with_layout(A.zipped_divide(t.layout, tiler))
-    mode0 = A.full_slice(tiled.layout[0].shape)
-    if A.is_tuple(coord):
-        rest = _append_none(coord, A.rank(tiled.layout[1]))
-        rest = rest if A.is_tuple(tiled.layout[1].shape) else rest[0]
-    else:
-        rest = coord
-    return _result(_slice(tiled, (mode0, rest)), was)
+
+    def partition(t: Tensor) -> Tensor:
+        tiled = t.with_layout(A.zipped_divide(t.layout, tiler))
+        mode0 = A.full_slice(tiled.layout[0].shape)
+        if A.is_tuple(coord):
+            rest = _append_none(coord, A.rank(tiled.layout[1]))
+            rest = rest if A.is_tuple(tiled.layout[1].shape) else rest[0]
+        else:
+            rest = coord
+        return _slice(tiled, (mode0, rest))
+
+    return map_tensor(x, partition)
 
 
 def outer_partition(x: Any, tiler: Any, coord: Any) -> Any:
     """``cute::outer_partition``: slice the tile mode with ``coord``, keep the rest."""
-    t, was = _as_tensor(x)
-    tiled = t.with_layout(A.zipped_divide(t.layout, tiler))
-    mode1 = A.full_slice(tiled.layout[1].shape)
-    if A.is_tuple(coord):
-        first = _append_none(coord, A.rank(tiled.layout[0]))
-        first = first if A.is_tuple(tiled.layout[0].shape) else first[0]
-    else:
-        first = coord
-    return _result(_slice(tiled, (first, mode1)), was)
+
+    def partition(t: Tensor) -> Tensor:
+        tiled = t.with_layout(A.zipped_divide(t.layout, tiler))
+        mode1 = A.full_slice(tiled.layout[1].shape)
+        if A.is_tuple(coord):
+            first = _append_none(coord, A.rank(tiled.layout[0]))
+            first = first if A.is_tuple(tiled.layout[0].shape) else first[0]
+        else:
+            first = coord
+        return _slice(tiled, (first, mode1))
+
+    return map_tensor(x, partition)
 
 
 def dice(proj: Any, x: Any) -> Any:
@@ -118,7 +100,7 @@ def local_partition(x: Any, thr_layout: Any, thr_idx: int, proj: Any = None) -> 
     if not A.is_layout(thr_layout):
         thr_layout = A.make_layout(thr_layout)
     if not 0 <= thr_idx < A.size(thr_layout):
-        raise LayoutError(f"local_partition: thread {thr_idx} is outside the {A.size(thr_layout)} threads of {A.cute_str(thr_layout)}.")
+        raise LayoutError(f"local_partition: thread {thr_idx} is outside the {A.size(thr_layout)} threads of {cute_str(thr_layout)}.")
     if proj is not None:
         # CuTe dices the thread layout but still maps the full thread index through it.
         thr_layout = dice(proj, thr_layout)
@@ -128,7 +110,7 @@ def local_partition(x: Any, thr_layout: Any, thr_idx: int, proj: Any = None) -> 
     except LayoutError:
         raise
     except (AssertionError, TypeError, IndexError) as exc:
-        raise LayoutError(f"local_partition: thread layout {A.cute_str(thr_layout)} does not fit the tensor ({exc}).") from None
+        raise LayoutError(f"local_partition: thread layout {cute_str(thr_layout)} does not fit the tensor ({exc}).") from None
 
 
 def get_hier_coord(layout: A.Layout, idx: int) -> Any:
