@@ -9,18 +9,21 @@ output (poison left), a write into an input, or wrong values only on edge tiles
 """
 from __future__ import annotations
 
-import base64
 import html
-import io
 import math
-import os
 import secrets
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from .errors import ContextLostError, GemmlabError, KernelTimeoutError
+from .figures import figure_img_tag
 from .gpu import require_gpu
+from .integrity import grading_mode, late_work_message, library_guard, library_message, watched_call
+from .runtime import faults
+from .runtime.device import torch_device
+from .runtime.memory import GuardedMatrix, dtype_name
+from .runtime.streams import DEFAULT_TIMEOUT_S
 from .timing_lock import shared_gpu_work
 
 Shape = tuple[int, int, int]
@@ -44,102 +47,6 @@ SUITES: dict[str, list[Shape]] = {
 # Measured on CPU: fp16 out ≈ 2.1e-4, bf16 out ≈ 1.7e-3; fp16 partial sums over K=8192 ≈ 1.6e-3 or worse.
 _TOLERANCES = {"float32": (1e-4, 1e-4, 1e-4), "float16": (1e-3, 2e-3, 2e-3), "bfloat16": (1e-2, 1.6e-2, 1.6e-2)}
 
-_GUARD_BYTES = 64 * 1024
-_SENTINEL = {2: 0x5A5A, 4: 0x5A5A5A5A}          # guard zones: a finite, unlikely value
-_POISON = {"float16": 0x7D5A, "bfloat16": 0x7FA5, "float32": 0x7FA5A5A5}  # a NaN with a marked payload
-
-
-#: torch operators that compute a matrix product (or a convolution that can stand in for one).
-LIBRARY_GEMMS = frozenset({
-    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_mm", "_int_mm", "mv", "addmv",
-    "dot", "vdot", "inner", "einsum", "tensordot", "chain_matmul", "linalg_multi_dot", "_addmm_activation",
-    "convolution", "_convolution", "cudnn_convolution", "conv1d", "conv2d", "conv3d", "_mm_dtype",
-})
-
-
-def grading_mode() -> bool:
-    """True inside the course's grader (``GEMMLAB_GRADING=1``): checked calls must be the student's kernel."""
-    return os.environ.get("GEMMLAB_GRADING") == "1"
-
-
-@contextmanager
-def library_guard(enabled: bool = True) -> Iterator[list[str]]:
-    """Record the library GEMMs (and device-to-host copies) torch runs inside the block.
-
-    Yields a list that fills with what was seen, e.g. ``["aten::mm"]``. The torch operators are
-    watched through a ``TorchDispatchMode``; libraries called around torch (cuBLAS through
-    ctypes, CuPy) are not seen (docs/THREAT_MODEL.md).
-    """
-    seen: list[str] = []
-    if not enabled:
-        yield seen
-        return
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class _Watch(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            kwargs = kwargs or {}
-            name = func._schema.name.split("::")[-1]
-            if name in LIBRARY_GEMMS:
-                seen.append(f"aten::{name}")
-            elif name in ("_to_copy", "copy_", "_copy_from"):
-                src = args[1] if name != "_to_copy" and len(args) > 1 else args[0] if args else None
-                dst = args[0] if name != "_to_copy" else None
-                to_cpu = (kwargs.get("device") is not None and str(kwargs["device"]).startswith("cpu")) \
-                    if name == "_to_copy" else getattr(getattr(dst, "device", None), "type", "") == "cpu"
-                if getattr(getattr(src, "device", None), "type", "") == "cuda" and to_cpu:
-                    seen.append("a copy to the host")
-            return func(*args, **kwargs)
-
-    with _Watch():
-        yield seen
-
-
-def library_message(seen: list[str]) -> str:
-    names = ", ".join(sorted(set(seen)))
-    return (f"your function used {names} instead of computing the product in your own kernel: "
-            "graded checks time and verify your kernel, not torch's or cuBLAS's GEMM")
-
-
-def _dtype_name(dtype: Any) -> str:
-    return str(dtype).replace("torch.", "")
-
-
-def _int_view_dtype(nbytes: int) -> Any:
-    import torch
-
-    return {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[nbytes]
-
-
-def _as_signed(bits: int, nbytes: int) -> int:
-    """The value of ``bits`` as the signed integer torch's int views hold."""
-    top = 1 << (8 * nbytes - 1)
-    return bits - 2 * top if bits & top else bits
-
-
-class _Guarded:
-    """A tensor living in the middle of a bigger buffer with sentinel-filled guard zones."""
-
-    def __init__(self, shape: tuple[int, int], dtype: Any, device: Any) -> None:
-        import torch
-
-        self.elem = torch.empty((), dtype=dtype).element_size()
-        self.guard = _GUARD_BYTES // self.elem
-        self.numel = shape[0] * shape[1]
-        self.buffer = torch.empty(self.guard * 2 + self.numel, dtype=dtype, device=device)
-        self.bits = self.buffer.view(_int_view_dtype(self.elem))
-        self.sentinel = _as_signed(_SENTINEL[self.elem], self.elem)
-        self.bits[: self.guard].fill_(self.sentinel)
-        self.bits[self.guard + self.numel:].fill_(self.sentinel)
-        self.tensor = self.buffer[self.guard: self.guard + self.numel].view(shape)
-
-    def guard_writes(self) -> tuple[int, int]:
-        """How many elements of the (before, after) guard zone no longer hold the sentinel."""
-        before = int((self.bits[: self.guard] != self.sentinel).sum())
-        after = int((self.bits[self.guard + self.numel:] != self.sentinel).sum())
-        return before, after
-
-
 @dataclass
 class Row:
     """The verdict for one shape."""
@@ -159,10 +66,52 @@ class Row:
     @property
     def bad_tiles(self) -> list[tuple[int, int]]:
         """(tile row, tile column) of every output tile with at least one wrong element."""
-        if self.tile_fraction is None:
-            return []
-        rows, cols = self.tile_fraction.nonzero()
-        return sorted(zip(rows.tolist(), cols.tolist()))
+        return [] if self.tile_fraction is None else nonzero_tiles(self.tile_fraction)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe fields: tuples as lists, NaN/inf errors as None/"inf", the heatmap as nested lists."""
+        return {
+            "shape": list(self.shape), "passed": self.passed, "rel_error": _float_out(self.rel_error),
+            "worst": None if self.worst is None else [self.worst[0], self.worst[1], _float_out(self.worst[2]),
+                                                      _float_out(self.worst[3])],
+            "n_bad": self.n_bad, "guard_ok": self.guard_ok, "inputs_ok": self.inputs_ok, "message": self.message,
+            "n_unwritten": self.n_unwritten, "n_nonfinite": self.n_nonfinite,
+            "tile_fraction": None if self.tile_fraction is None else [[float(v) for v in row]
+                                                                      for row in self.tile_fraction.tolist()],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Row":
+        """The row :meth:`to_dict` wrote."""
+        import numpy as np
+
+        worst = data["worst"]
+        frac = data["tile_fraction"]
+        return cls(tuple(int(v) for v in data["shape"]), bool(data["passed"]),  # type: ignore[arg-type]
+                   _float_in(data["rel_error"]),
+                   None if worst is None else (int(worst[0]), int(worst[1]), _float_in(worst[2]), _float_in(worst[3])),
+                   int(data["n_bad"]), bool(data["guard_ok"]), bool(data["inputs_ok"]), str(data["message"]),
+                   int(data["n_unwritten"]), int(data["n_nonfinite"]),
+                   None if frac is None else np.array(frac, dtype=np.float32).reshape(len(frac), -1))
+
+
+def _float_out(x: float) -> float | str | None:
+    """A float as JSON allows: NaN becomes None, infinities "inf"/"-inf"."""
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return float(x)
+
+
+def _float_in(x: float | str | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def nonzero_tiles(fraction: Any) -> list[tuple[int, int]]:
+    """(tile row, tile column) of every nonzero entry of a per-tile array, sorted."""
+    rows, cols = fraction.nonzero()
+    return sorted(zip(rows.tolist(), cols.tolist()))
 
 
 @dataclass
@@ -176,7 +125,6 @@ class CheckResult:
     tile: tuple[int, int]
     seed: int
     device: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -188,6 +136,19 @@ class CheckResult:
     @property
     def failures(self) -> list[Row]:
         return [r for r in self.rows if not r.passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: every row (with its per-tile heatmap data) and the check's settings."""
+        return {"rows": [r.to_dict() for r in self.rows], "convention": self.convention, "dtype": self.dtype,
+                "out_dtype": self.out_dtype, "tile": list(self.tile), "seed": self.seed, "device": self.device,
+                "passed": self.passed}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
+        """The result :meth:`to_dict` wrote (``passed`` is recomputed from the rows)."""
+        return cls([Row.from_dict(r) for r in data["rows"]], str(data["convention"]), str(data["dtype"]),
+                   str(data["out_dtype"]), (int(data["tile"][0]), int(data["tile"][1])), int(data["seed"]),
+                   str(data.get("device", "")))
 
     def _title(self) -> str:
         verdict = "PASSED" if self.passed else f"FAILED ({len(self.failures)} of {len(self.rows)} shapes)"
@@ -245,11 +206,7 @@ class CheckResult:
         )
         target = self._pick(None)
         if target is not None:
-            fig = _heatmap_figure(target, self.tile)
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", bbox_inches="tight", dpi=90)
-            data = base64.b64encode(buf.getvalue()).decode()
-            table += f"<img alt='wrong elements per output tile' src='data:image/png;base64,{data}'/>"
+            table += figure_img_tag(_heatmap_figure(target, self.tile), "wrong elements per output tile")
         return table
 
 
@@ -414,22 +371,20 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     """
     import torch
 
-    from . import kernel as _kernel
-
     if convention not in ("tn", "nn"):
         raise GemmlabError(f"convention must be 'tn' (fn(A, B, D), D = A·Bᵀ) or 'nn' (fn(A, B, C, alpha, beta)), not {convention!r}.")
     dtype = torch.float16 if dtype is None else dtype
     out_dtype = dtype if out_dtype is None else out_dtype
-    if _dtype_name(dtype) not in ("float16", "bfloat16"):
+    if dtype_name(dtype) not in ("float16", "bfloat16"):
         raise GemmlabError(f"dtype must be torch.float16 or torch.bfloat16, not {dtype}.")
-    if _dtype_name(out_dtype) not in _TOLERANCES:
+    if dtype_name(out_dtype) not in _TOLERANCES:
         raise GemmlabError(f"out_dtype must be torch.float16, torch.bfloat16 or torch.float32, not {out_dtype}.")
     if device != "cpu":
         require_gpu("check_gemm")
-        dev = _kernel._torch_device()
+        dev = torch_device()
     else:
         dev = torch.device("cpu")
-    timeout = _kernel.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     if beta is None:
         beta = 0.5 if convention == "nn" else 0.0
     seed = secrets.randbits(62) if seed is None else int(seed)
@@ -449,11 +404,11 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
         except GemmlabError as exc:  # a rejected launch for this shape: record it, keep going
             rows.append(Row(shape, False, math.nan, None, 0, True, True, f"{type(exc).__name__}: {exc}"))
         except RuntimeError as exc:
-            translated = _kernel.translate_torch_error(exc, f"the GEMM at M×N×K={'×'.join(map(str, shape))}")
+            translated = faults.translate(exc, f"the GEMM at M×N×K={'×'.join(map(str, shape))}")
             if translated is exc:
                 raise
             raise translated from None
-    return CheckResult(rows, convention, _dtype_name(dtype), _dtype_name(out_dtype), tuple(tile), seed, str(dev))
+    return CheckResult(rows, convention, dtype_name(dtype), dtype_name(out_dtype), tuple(tile), seed, str(dev))
 
 
 def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any, out_dtype: Any, alpha: float,
@@ -461,19 +416,16 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
                timeout: float, forbid: bool = False) -> Row:
     import torch
 
-    from . import kernel as _kernel
-
     M, N, K = shape
-    a = _Guarded((M, K), dtype, dev)
-    b = _Guarded((N, K) if convention == "tn" else (K, N), dtype, dev)
-    out = _Guarded((M, N), out_dtype, dev)
+    a = GuardedMatrix((M, K), dtype, dev)
+    b = GuardedMatrix((N, K) if convention == "tn" else (K, N), dtype, dev)
+    out = GuardedMatrix((M, N), out_dtype, dev)
     a.tensor.copy_(torch.randn(a.tensor.shape, generator=gen, device=dev))
     b.tensor.copy_(torch.randn(b.tensor.shape, generator=gen, device=dev))
     a_before, b_before = a.bits.clone(), b.bits.clone()
-    poison = _as_signed(_POISON[_dtype_name(out_dtype)], out.elem)
-    out_bits = out.bits[out.guard: out.guard + out.numel].view(M, N)
+    out_bits = out.body_bits()
     if convention == "tn":
-        out_bits.fill_(poison)
+        out.poison()
         args: tuple = (a.tensor, b.tensor, out.tensor)
         c_in = None
     else:
@@ -486,18 +438,13 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     if dev.type == "cuda":
         # What torch's current stream holds when fn returns must be the final result: work left
         # running on another stream would escape bench_gemm's timing.
-        with library_guard(forbid) as used:
-            returned, on_return = _kernel.call_and_snapshot(lambda: fn(*args), out.bits, timeout,
-                                                            f"the GEMM at M×N×K={M}×{N}×{K}")
-        late = int((on_return != out.bits).sum())
+        watched = watched_call(lambda: fn(*args), out.bits, timeout, f"the GEMM at M×N×K={M}×{N}×{K}", forbid)
+        returned, used, late = watched.returned, watched.library_calls, watched.late_elements
     else:
         with library_guard(forbid) as used:
             returned = fn(*args)
     if used or late:
-        msg = library_message(used) if used else (
-            f"{_n(late, 'element')} of the output changed after your function returned: work still ran on "
-            "another stream; launch on torch's current stream (torch.cuda.current_stream(); a CuTe DSL @cute.jit "
-            "function takes `stream: cuda.CUstream`, which gemmlab fills in, and passes stream=stream to .launch())")
+        msg = library_message(used) if used else late_work_message(late)
         return Row(shape, False, math.nan, None, M * N, True, True, msg)
 
     with _exact_reference():
@@ -515,14 +462,14 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     inputs_ok = not changed and guards["A"] == (0, 0) and guards["B"] == (0, 0)
 
     # tolerances scaled by the size of a typical output element
-    rel_tol, atol_f, rtol_d = _TOLERANCES[_dtype_name(out_dtype)]
+    rel_tol, atol_f, rtol_d = _TOLERANCES[dtype_name(out_dtype)]
     scale = math.sqrt(K) * float(a64.pow(2).mean().sqrt()) * float(b64.pow(2).mean().sqrt())
     if convention == "nn":
         scale = abs(alpha) * scale + abs(beta) * float(c_in.pow(2).mean().sqrt())
     atol_v = (atol_f if atol is None else atol) * max(scale, 1e-30)
     rtol_v = rtol_d if rtol is None else rtol
 
-    unwritten = (out_bits == poison) if convention == "tn" else torch.zeros_like(got, dtype=torch.bool)
+    unwritten = out.unwritten() if convention == "tn" else torch.zeros_like(got, dtype=torch.bool)
     nonfinite = ~torch.isfinite(got) & ~unwritten
     diff = (got - ref).abs()
     bad = unwritten | nonfinite | ~(diff <= atol_v + rtol_v * ref.abs())
@@ -550,9 +497,9 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     if n_bad:
         tile_fraction = _tile_fraction(bad, tile)
         tm, tn = tile_fraction.shape
-        where = _where(_tiles_of(tile_fraction), tm, tn)
+        where = _where(nonzero_tiles(tile_fraction), tm, tn)
         if n_unwritten:
-            unwritten_where = _where(_tiles_of(_tile_fraction(unwritten, tile)), tm, tn)
+            unwritten_where = _where(nonzero_tiles(_tile_fraction(unwritten, tile)), tm, tn)
     passed = guard_ok and inputs_ok and n_bad == 0 and rel <= rel_tol
     message = "ok" if passed else _classify(
         shape, tile, n_unwritten, unwritten_where, n_nonfinite, n_bad, where, rel, rel_tol, dict(guards), changed,
@@ -576,14 +523,4 @@ def _tile_fraction(mask: Any, tile: tuple[int, int]) -> Any:
     return (counts / totals).cpu().numpy()
 
 
-def _tiles_of(fraction: Any) -> list[tuple[int, int]]:
-    rows, cols = fraction.nonzero()
-    return sorted(zip(rows.tolist(), cols.tolist()))
-
-
-def shape_suites() -> dict[str, list[Shape]]:
-    """The named suites, for display in notebooks."""
-    return {k: list(v) for k, v in SUITES.items()}
-
-
-__all__ = ["CheckResult", "Row", "SUITES", "check_gemm", "shape_suites"]
+__all__ = ["CheckResult", "Row", "SUITES", "check_gemm", "nonzero_tiles"]

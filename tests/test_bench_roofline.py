@@ -109,7 +109,7 @@ def test_package_names_stay_callable_after_submodule_import():
 
 
 def test_left_work_running_flags_only_calls_that_outlast_their_timed_work() -> None:
-    from gemmlab.bench import left_work_running
+    from gemmlab.integrity import left_work_running
 
     assert not left_work_running(wall_ms=0.30, host_ms=0.05, gpu_ms=0.25)    # an honest 4096³ GEMM
     assert not left_work_running(wall_ms=0.13, host_ms=0.10, gpu_ms=0.005)   # Python-bound tiny call
@@ -118,12 +118,12 @@ def test_left_work_running_flags_only_calls_that_outlast_their_timed_work() -> N
 
 
 def test_a_gate_that_ran_out_before_the_batch_was_queued_is_doubled_up_to_the_cap() -> None:
-    from gemmlab.bench import _next_gate
+    from gemmlab.timing import next_gate
 
-    assert _next_gate(1000, gate_ran_out=False, max_cycles=10_000) is None     # still asleep: the batch stands
-    assert _next_gate(1000, gate_ran_out=True, max_cycles=10_000) == 2000      # woke early: queue again, longer
-    assert _next_gate(8000, gate_ran_out=True, max_cycles=10_000) == 10_000    # never past the cap
-    assert _next_gate(10_000, gate_ran_out=True, max_cycles=10_000) is None    # at the cap: accept
+    assert next_gate(1000, gate_ran_out=False, max_cycles=10_000) is None     # still asleep: the batch stands
+    assert next_gate(1000, gate_ran_out=True, max_cycles=10_000) == 2000      # woke early: queue again, longer
+    assert next_gate(8000, gate_ran_out=True, max_cycles=10_000) == 10_000    # never past the cap
+    assert next_gate(10_000, gate_ran_out=True, max_cycles=10_000) is None    # at the cap: accept
 
 
 def test_the_nudge_between_graded_timings_changes_one_input_without_a_host_copy() -> None:
@@ -132,7 +132,7 @@ def test_the_nudge_between_graded_timings_changes_one_input_without_a_host_copy(
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from gemmlab.bench import _nudger
+    from gemmlab.integrity import input_nudger
 
     ops: list[str] = []
 
@@ -142,7 +142,7 @@ def test_the_nudge_between_graded_timings_changes_one_input_without_a_host_copy(
             return func(*args, **(kwargs or {}))
 
     A = torch.zeros(64, 32)
-    nudge = _nudger(A)
+    nudge = input_nudger(A)
     changed = 0
     for _ in range(20):
         before = A.clone()
