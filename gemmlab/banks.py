@@ -33,6 +33,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from . import layout as L
 from .errors import GemmlabError
 
 NUM_BANKS = 32
@@ -330,71 +331,6 @@ def conflicts(addresses_per_instruction: Iterable[Sequence[int | None]] | np.nda
 
 # --------------------------------------------------------------------------- layouts
 
-def _flat_modes(shape: Any, stride: Any) -> list[tuple[int, int]]:
-    if isinstance(shape, tuple):
-        out: list[tuple[int, int]] = []
-        for s, d in zip(shape, stride):
-            out.extend(_flat_modes(s, d))
-        return out
-    return [(int(shape), int(stride))]
-
-
-def _mode_sizes(shape: Any) -> tuple[int, ...]:
-    """Top-level extent of each mode (a nested mode counts as its product)."""
-    def prod(s: Any) -> int:
-        return int(np.prod([prod(x) for x in s])) if isinstance(s, tuple) else int(s)
-    return tuple(prod(s) for s in shape) if isinstance(shape, tuple) else (int(shape),)
-
-
-def layout_values(layout: Any) -> np.ndarray:
-    """Evaluate a layout at every 1-D (column-major) coordinate of its domain, vectorised.
-
-    Accepts pycute ``Layout``, pycute ``ComposedLayout`` with a ``Swizzle`` (what
-    ``composition(Swizzle, Layout)`` builds), gemmlab.layout's layouts (through its
-    ``layout_to_array``), or any callable with a ``size()``.
-    """
-    try:
-        import pycute
-    except ImportError:  # pragma: no cover - nvidia-cutlass is a dependency
-        pycute = None
-    if pycute is not None and isinstance(layout, pycute.Layout):
-        idx = np.arange(pycute.size(layout), dtype=np.int64)
-        out = np.zeros_like(idx)
-        rest = idx
-        for s, d in _flat_modes(layout.shape, layout.stride):
-            out += (rest % s) * d
-            rest = rest // s
-        return out
-    if pycute is not None and isinstance(layout, pycute.ComposedLayout):
-        inner = layout_values(layout.layoutA) + int(layout.offset)
-        outer = layout.layoutB
-        if isinstance(outer, pycute.Swizzle):
-            return inner ^ ((inner & outer.yyy_msk) >> outer.shift if outer.shift >= 0
-                            else (inner & outer.yyy_msk) << -outer.shift)
-        return layout_values(outer)[inner]
-    try:
-        from . import layout as _gl  # type: ignore[attr-defined]
-        arr = np.asarray(_gl.layout_to_array(layout))
-        return arr.reshape(-1, order="F").astype(np.int64)
-    except (ImportError, AttributeError, TypeError, ValueError):
-        pass
-    size = layout.size() if callable(getattr(layout, "size", None)) else None
-    if size is None:
-        raise BankModelError(f"cannot evaluate {layout!r} as a layout; pass a pycute Layout "
-                             f"or a gemmlab.layout layout")
-    return np.array([layout(i) for i in range(size)], dtype=np.int64)
-
-
-def _shape_of(layout: Any) -> tuple[int, ...]:
-    inner = layout
-    while hasattr(inner, "layoutA"):
-        inner = inner.layoutA
-    shape = getattr(inner, "shape", None)
-    if shape is None:
-        raise BankModelError(f"{layout!r} has no shape; pass a pycute/gemmlab layout")
-    return _mode_sizes(shape)
-
-
 def _tiler_shape(tiled_copy: Any) -> tuple[int, ...]:
     tiler = getattr(tiled_copy, "tiler", None)
     if tiler is None:
@@ -403,9 +339,8 @@ def _tiler_shape(tiled_copy: Any) -> tuple[int, ...]:
     if isinstance(tiler, int):
         return (tiler,)
     try:
-        return tuple(int(t) if isinstance(t, (int, np.integer)) else int(np.prod(_shape_of(t)))
-                     for t in tiler)
-    except (TypeError, BankModelError):
+        return tuple(int(t) if isinstance(t, (int, np.integer)) else L.size(t) for t in tiler)
+    except (TypeError, AttributeError):
         raise BankModelError(f"cannot read the tile shape of tiler {tiler!r}") from None
 
 
@@ -421,24 +356,6 @@ def _tv_of(tiled_copy: Any, source: bool) -> Any:
     return tv
 
 
-def _colmajor_ravel(coords: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    idx = np.zeros(coords.shape[:-1], dtype=np.int64)
-    mul = 1
-    for d, s in enumerate(shape):
-        idx += coords[..., d] * mul
-        mul *= s
-    return idx
-
-
-def _colmajor_unravel(idx: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    out = np.empty(idx.shape + (len(shape),), dtype=np.int64)
-    rest = idx
-    for d, s in enumerate(shape):
-        out[..., d] = rest % s
-        rest = rest // s
-    return out
-
-
 def tile_instructions(smem_layout: Any, tv_layout: Any, tiler: tuple[int, ...],
                       num_threads: int, elem_bytes: int, bytes_per_address: int) -> np.ndarray:
     """Lane byte addresses of every instruction of a TV-partitioned tile access, (n, 32).
@@ -447,7 +364,7 @@ def tile_instructions(smem_layout: Any, tv_layout: Any, tiler: tuple[int, ...],
     vector access); the tiler is repeated over the shared-memory tile (CuTe's rest modes).
     Order: warp, then tiler repetition (column-major), then vector chunk.
     """
-    tile = _shape_of(smem_layout)
+    tile = L.mode_sizes(smem_layout)
     if len(tile) != len(tiler) or any(t % s for t, s in zip(tile, tiler)):
         raise BankModelError(f"the copy's tile {tiler} does not divide the shared-memory tile "
                              f"{tile}; make the smem layout a multiple of the copy tile")
@@ -455,21 +372,21 @@ def tile_instructions(smem_layout: Any, tv_layout: Any, tiler: tuple[int, ...],
         raise BankModelError(f"{bytes_per_address}-byte accesses cannot move whole "
                              f"{elem_bytes}-byte elements")
     vec = bytes_per_address // elem_bytes
-    tv = layout_values(tv_layout)
-    tv_shape = _shape_of(tv_layout)
-    nthr = tv_shape[0]
-    nval = int(np.prod(tv_shape[1:]))
+    tv = L.tv_to_array(tv_layout)  # [thread, value] -> index in the copy tile
+    nthr, nval = tv.shape
     if nval % vec:
         raise BankModelError(f"each thread holds {nval} values, not a multiple of the {vec} "
                              f"elements one {bytes_per_address * 8}-bit access moves")
-    tv = tv.reshape(nval, nthr).T  # [thread, value], column-major domain
-    offs = layout_values(smem_layout)
+    if tv.min() < 0 or tv.max() >= int(np.prod(tiler)):
+        raise BankModelError(f"the copy's TV layout reaches tile index {int(tv.max())}, outside its "
+                             f"{'x'.join(map(str, tiler))} tile")
+    offs = L.layout_to_array(smem_layout)  # [coordinate in each mode] -> element offset
     reps = tuple(t // s for t, s in zip(tile, tiler))
     nrep = int(np.prod(reps))
-    rep_coords = _colmajor_unravel(np.arange(nrep), reps) * np.array(tiler)  # (nrep, rank)
-    in_tile = _colmajor_unravel(tv, tiler)  # (thr, val, rank)
+    rep_coords = np.stack(np.unravel_index(np.arange(nrep), reps, order="F"), axis=-1) * np.array(tiler)
+    in_tile = np.stack(np.unravel_index(tv, tiler, order="F"), axis=-1)  # (thr, val, rank)
     coords = in_tile[:, None, :, :] + rep_coords[None, :, None, :]  # (thr, rep, val, rank)
-    elem = offs[_colmajor_ravel(coords, tile)]  # (thr, rep, val) element offsets
+    elem = offs[tuple(np.moveaxis(coords, -1, 0))]  # (thr, rep, val) element offsets
     chunks = elem.reshape(nthr, nrep, nval // vec, vec)
     step = np.diff(chunks, axis=-1)
     if vec > 1 and not (step == 1).all():
@@ -498,7 +415,7 @@ def copy_conflicts(smem_layout: Any, tiled_copy: Any, elem_bytes: int, op: str =
     """
     spec = _spec(op)
     tv = _tv_of(tiled_copy, source=spec.kind == "ld")
-    nthreads = int(getattr(tiled_copy, "num_threads", _shape_of(tv)[0]))
+    nthreads = int(getattr(tiled_copy, "num_threads", L.mode_sizes(tv)[0]))
     arr = tile_instructions(smem_layout, tv, _tiler_shape(tiled_copy), nthreads, elem_bytes,
                             spec.bytes_per_address)
     return conflicts(arr, op, model)
@@ -515,15 +432,10 @@ def ldmatrix_conflicts(smem_layout: Any, tiled_copy_or_mma: Any, elem_bytes: int
                              f"use copy_conflicts for plain loads and stores")
     obj = tiled_copy_or_mma
     if hasattr(obj, "tv_a") and not hasattr(obj, "tv_layout"):
-        try:
-            from . import layout as gl
-        except ImportError as exc:
-            raise BankModelError(f"building the ldmatrix copy of a TiledMMA needs "
-                                 f"gemmlab.layout ({exc})") from None
         n = op.split(".x")[1]
         atom_name = (f"SM75_U32x{n}_LDSM_N" if spec.kind == "ld" else f"SM90_U32x{n}_STSM_N")
-        maker = {"A": "make_tiled_copy_A", "B": "make_tiled_copy_B"}.get(which.upper())
+        maker = {"A": L.make_tiled_copy_A, "B": L.make_tiled_copy_B}.get(which.upper())
         if maker is None:
             raise BankModelError(f"which must be 'A' or 'B', not {which!r}")
-        obj = getattr(gl, maker)(gl.copy_atom(atom_name), obj)
+        obj = maker(L.copy_atom(atom_name), obj)
     return copy_conflicts(smem_layout, obj, elem_bytes, op, model)

@@ -9,15 +9,16 @@ the left, B (KxN) on top and C (MxN) in the middle.
 """
 from __future__ import annotations
 
-import io
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
-from .banks import Access, NUM_BANKS, layout_values, _shape_of
+from . import layout as L
+from .banks import Access, NUM_BANKS
 from .errors import GemmlabError
+from .figures import figure_png
 
 
 class DrawError(GemmlabError):
@@ -30,12 +31,6 @@ TV_PALETTE = np.array([
     (210, 210, 255), (210, 255, 210), (255, 255, 210), (255, 210, 210)], dtype=float) / 255
 HIGHLIGHT = np.array((0.85, 0.1, 0.1))
 LABEL_MAX_CELLS = 1024  # more cells than this: colours only, no text
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    return buf.getvalue()
 
 
 def _new_figure(**kwargs: Any) -> Any:
@@ -54,7 +49,7 @@ def _new_figure(**kwargs: Any) -> Any:
     if ip is not None:
         fmt = ip.display_formatter.formatters["image/png"]
         if Figure not in fmt.type_printers:
-            fmt.for_type(Figure, _png)
+            fmt.for_type(Figure, figure_png)
     return Figure(**kwargs)
 
 
@@ -68,21 +63,17 @@ def _figure(ncols: int, cell_rows: int, cell_cols: int, extra_w: float = 0.0) ->
 
 # --------------------------------------------------------------------------- layouts
 
-def _rank2(layout: Any) -> tuple[int, int]:
-    shape = _shape_of(layout)
-    if len(shape) == 1:
-        return 1, shape[0]
-    if len(shape) == 2:
-        return shape
-    raise DrawError(f"layout_grid draws rank-1 and rank-2 layouts; this one has rank {len(shape)} "
-                    f"({shape}). Group modes first, e.g. with pycute.make_layout(...)")
-
-
 def layout_values_2d(layout: Any) -> np.ndarray:
-    """The layout evaluated on its (rows, cols) grid, nested modes flattened like print_layout."""
-    rows, cols = _rank2(layout)
-    vals = layout_values(layout)
-    return vals.reshape(cols, rows).T if rows > 1 else vals.reshape(1, cols)
+    """The layout evaluated on its (rows, cols) grid, nested modes flattened like print_layout.
+
+    A rank-1 layout is drawn as one row.
+    """
+    shape = L.mode_sizes(layout)
+    if len(shape) > 2:
+        raise DrawError(f"layout_grid draws rank-1 and rank-2 layouts; this one has rank {len(shape)} "
+                        f"({shape}). Group modes first, e.g. with gemmlab.layout.make_layout(...)")
+    vals = L.layout_to_array(layout)
+    return vals.reshape(1, -1) if vals.ndim == 1 else vals
 
 
 def _label_cells(ax, texts: np.ndarray, fontsize: float | None = None) -> None:
@@ -150,36 +141,21 @@ def _label_text_on_grey(ax, vals: np.ndarray, grey: np.ndarray) -> None:
 def tv_table(tv: Any, tile_shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(thread_of, value_of): who holds each element of an (M, N) tile, -1 where nobody.
 
-    Where several (thread, value) pairs map to one element (broadcast), the first in
-    thread-major order wins, as in CuTe's print_latex.
+    Where several (thread, value) pairs map to one element (broadcast), the lowest thread
+    wins, as in CuTe's print_latex. The tables the pictures paint:
+    :func:`gemmlab.layout.tv_to_tile_table`.
     """
-    shape = _shape_of(tv)
-    if len(shape) < 2:
-        raise DrawError(f"a TV layout has modes (thread, value); got shape {shape}")
-    nthr, nval = shape[0], int(np.prod(shape[1:]))
-    m, n = int(tile_shape[0]), int(np.prod(tile_shape[1:])) if len(tile_shape) > 1 else 1
-    idx = layout_values(tv).reshape(nval, nthr).T  # [t, v]
-    if idx.size and (idx.max() >= m * n or idx.min() < 0):
-        raise DrawError(f"the TV layout reaches index {int(idx.max())}, outside the {m}x{n} tile; "
-                        f"check tile_shape")
-    flat = idx.ravel()
-    uniq, first = np.unique(flat, return_index=True)
-    thread_of = np.full(m * n, -1, dtype=np.int64)
-    value_of = np.full(m * n, -1, dtype=np.int64)
-    thread_of[uniq] = first // nval
-    value_of[uniq] = first % nval
-    return thread_of.reshape(n, m).T, value_of.reshape(n, m).T
+    return L.tv_to_tile_table(tv, tile_shape)
 
 
 def owned_coords(tv: Any, tile_shape: Sequence[int], thread: int) -> list[tuple[int, int]]:
     """Every (row, col) of the tile that ``thread`` holds, in value order."""
-    shape = _shape_of(tv)
-    nthr, nval = shape[0], int(np.prod(shape[1:]))
+    values = L.tv_to_array(tv)
+    nthr = values.shape[0]
     if not 0 <= thread < nthr:
         raise DrawError(f"thread {thread} does not exist: this layout has threads 0..{nthr - 1}")
     m = int(tile_shape[0])
-    idx = layout_values(tv).reshape(nval, nthr).T[thread]
-    return [(int(i % m), int(i // m)) for i in idx]
+    return [(int(i % m), int(i // m)) for i in values[thread]]
 
 
 def _paint_tv(ax, thread_of: np.ndarray, value_of: np.ndarray, highlight: int | None,
@@ -286,12 +262,8 @@ def swizzle(swizzle: Any, layout: Any, elem_bytes: int = 2):
 
     ``swizzle`` is a Swizzle(B, M, S) acting on element offsets, as CuTe composes it.
     """
-    try:
-        import pycute
-    except ImportError as exc:  # pragma: no cover
-        raise DrawError(f"drawing a swizzle needs pycute ({exc})") from None
     inner = layout.layoutA if hasattr(layout, "layoutA") else layout
-    swizzled = pycute.ComposedLayout(swizzle, 0, inner)
+    swizzled = L.make_composed_layout(swizzle, 0, inner)
     before, after = bank_grid(inner, elem_bytes), bank_grid(swizzled, elem_bytes)
     rows, cols = before.shape
     from matplotlib import colormaps

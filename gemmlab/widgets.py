@@ -13,6 +13,7 @@ from typing import Any
 import ipywidgets as W
 
 from . import banks, draw
+from . import layout as L
 from .errors import GemmlabError
 
 DEFAULT_ATOM = "SM80_16x8x16_F32F16F16F32_TN"
@@ -107,10 +108,7 @@ class TVExplorer(_Explorer):
 
     def __init__(self, atom: str = DEFAULT_ATOM, draw_figures: bool = True) -> None:
         super().__init__(draw_figures)
-        from . import layout
-
-        self._layout = layout
-        self.atom = W.Dropdown(options=layout.mma_atom_names(), value=atom, description="atom")
+        self.atom = W.Dropdown(options=L.mma_atom_names(), value=atom, description="atom")
         self.atoms_m = W.BoundedIntText(1, min=1, max=8, description="atoms M", layout=W.Layout(width="150px"))
         self.atoms_n = W.BoundedIntText(1, min=1, max=8, description="atoms N", layout=W.Layout(width="150px"))
         self.atoms_k = W.BoundedIntText(1, min=1, max=4, description="atoms K", layout=W.Layout(width="150px"))
@@ -127,7 +125,7 @@ class TVExplorer(_Explorer):
         perm = _parse_ints(self.permutation.value, "tile MNK")
         if perm is not None and len(perm) != 3:
             raise GemmlabError(f"tile MNK needs three sizes (M, N, K), got {perm}")
-        self.tiled_mma = self._layout.make_tiled_mma(
+        self.tiled_mma = L.make_tiled_mma(
             self.atom.value, (self.atoms_m.value, self.atoms_n.value, self.atoms_k.value), perm)
         t = self.thread.value
         n = self.tiled_mma.num_threads
@@ -188,26 +186,22 @@ class SwizzleExplorer(_Explorer):
                                       description="access", layout=W.Layout(width="420px"))
         self.controls = [self.bits, self.base, self.shift, self.elem_bytes,
                          self.rows, self.cols, self.access_kind]
-        self.smem_layout: Any = None
+        self.swizzle: L.Swizzle | None = None
+        self.smem_layout: L.ComposedLayout | None = None
         self.addresses: list[int] = []
         self.access: banks.Access | None = None
         self.conflicts = 0
         self._wire()
 
     def compute(self) -> None:
-        import pycute
-
-        from .layout import Swizzle, composition
-
         B, M, S = self.bits.value, self.base.value, self.shift.value
         if S < B:
             raise GemmlabError(f"Swizzle<{B},{M},{S}> is not valid: the shift S must be at least "
                                f"the number of bits B (the XORed bit ranges would overlap)")
         rows, cols, eb = self.rows.value, self.cols.value, self.elem_bytes.value
-        self.swizzle = Swizzle(B, M, S)
-        base = pycute.Layout((rows, cols), (cols, 1))
-        self.smem_layout = composition(self.swizzle, base)
-        offs = banks.layout_values(self.smem_layout).reshape(cols, rows).T  # [row, col]
+        self.swizzle = L.Swizzle(B, M, S)
+        self.smem_layout = L.composition(self.swizzle, L.Layout((rows, cols), (cols, 1)))
+        offs = L.layout_to_array(self.smem_layout)  # [row, col]
         op = ACCESSES[self.access_kind.value]
         chunk = max(1, 16 // eb)
         if op == "ld128_rows":
@@ -238,8 +232,7 @@ class SwizzleExplorer(_Explorer):
                 f"(ideal {a.ideal_wavefronts}) = <b>{a.conflicts} bank conflicts</b>")
 
     def figures(self) -> list[Any]:
-        inner = self.smem_layout.inner if hasattr(self.smem_layout, "inner") else self.smem_layout.layoutA
-        return [draw.swizzle(self.swizzle, inner, self.elem_bytes.value), draw.banks(self.access)]
+        return [draw.swizzle(self.swizzle, self.smem_layout.inner, self.elem_bytes.value), draw.banks(self.access)]
 
 
 def swizzle_explorer() -> SwizzleExplorer:

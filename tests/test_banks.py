@@ -130,13 +130,6 @@ def test_copy_conflicts_column_major_copy_needs_swizzle():
     assert banks.copy_conflicts(padded, tc, 2, "st128").conflicts == 0
 
 
-def test_layout_values_matches_pycute():
-    for lay in (pycute.Layout((8, (4, 2)), (2, (16, 1))),
-                pycute.ComposedLayout(pycute.Swizzle(2, 3, 3), 0, pycute.Layout((32, 32), (32, 1)))):
-        want = [lay(i) for i in range(pycute.size(lay.layoutA if hasattr(lay, "layoutA") else lay))]
-        assert banks.layout_values(lay).tolist() == want
-
-
 def test_non_contiguous_vector_is_an_error():
     col_major = pycute.Layout((128, 64), (1, 128))
     with pytest.raises(GemmlabError, match="not contiguous"):
