@@ -2,10 +2,13 @@
 
 Each submission is one task that asks for one GPU (Ray: ``num_gpus=1``; Ray places it and sets
 ``CUDA_VISIBLE_DEVICES``). A task raises only for failures of the grading machinery
-(:class:`~autograder.harness.runner.InfraError`) or dies with its worker; both are retried
-(``max_retries``). The driver alone writes results (``on_result``), keyed by (assignment,
-student, attempt) and overwriting, so a retried or repeated task can never count twice, and
-the driver reports every job that still has no result at the end instead of dropping it.
+(:class:`~autograder.harness.runner.InfraError`) or dies with its worker; both are retried. The
+driver alone writes results (``on_result``), keyed by (assignment, student, attempt) and
+overwriting, so a retried or repeated task can never count twice, and the driver reports every
+job that still has no result at the end instead of dropping it.
+
+``grade`` is what a worker does with a job: :func:`~autograder.harness.runner.grade_submission`
+unless the caller passes another function with the same contract.
 """
 from __future__ import annotations
 
@@ -16,48 +19,30 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from .runner import InfraError, grade_submission
+from .harness.runner import InfraError, grade_submission
+from .records import GradeJob, SubmissionResult
 
-Job = dict
-OnResult = Callable[[dict], None]
-
-
-def _inject_fault(job: Job) -> None:
-    """Test hook: ``job["fault"] = {"dir": ..., "kind": "raise"|"exit", "times": n}`` fails the first n
-    attempts of this job like an infrastructure failure (an exception, or the worker process dying)."""
-    fault = job.get("fault")
-    if not fault:
-        return
-    marks = Path(fault["dir"]) / f"{job['assignment']}-{job['student']}"
-    marks.mkdir(parents=True, exist_ok=True)
-    if len(list(marks.iterdir())) >= int(fault.get("times", 1)):
-        return
-    (marks / f"attempt-{os.getpid()}-{len(list(marks.iterdir()))}").touch()
-    if fault.get("kind") == "exit":
-        os._exit(17)
-    raise InfraError("injected infrastructure failure (test)")
+Grade = Callable[[GradeJob], SubmissionResult]
+OnResult = Callable[[SubmissionResult], None]
+OnError = Callable[[GradeJob, str], None]
 
 
-def run_job(job: Job) -> dict:
-    _inject_fault(job)
-    return grade_submission(job)
-
-
-def grade_local(jobs: list[Job], gpus: list[str | None], on_result: OnResult, retries: int = 2,
-                on_error: Callable[[Job, str], None] | None = None) -> None:
-    """One worker thread per GPU of this host; each job's sandbox gets that worker's GPU."""
+def grade_local(jobs: list[GradeJob], gpus: list[str | None], on_result: OnResult, retries: int = 2,
+                on_error: OnError | None = None, grade: Grade = grade_submission) -> None:
+    """One worker thread per entry of ``gpus`` (None: a worker without a GPU); each job's sandbox
+    gets that worker's GPU."""
     free: "queue.Queue[str | None]" = queue.Queue()
     for g in gpus or [None]:
         free.put(g)
     lock = threading.Lock()
 
-    def work(job: Job) -> None:
+    def work(job: GradeJob) -> None:
         gpu = free.get()
         try:
             last = ""
             for _ in range(retries + 1):
                 try:
-                    result = run_job(dict(job, gpu=gpu, worker=f"local gpu {gpu}"))
+                    result = grade(job.on(gpu, f"local gpu {gpu}"))
                 except InfraError as exc:
                     last = str(exc)
                     continue
@@ -76,16 +61,16 @@ def grade_local(jobs: list[Job], gpus: list[str | None], on_result: OnResult, re
     raise_failures()
 
 
-def _error_sink(on_error: Callable[[Job, str], None] | None):
+def _error_sink(on_error: OnError | None) -> tuple[OnError, Callable[[], None]]:
     """``(report, raise_failures)``: jobs whose retries ran out go to ``on_error``; without one they
     are collected and raised together at the end, so a lost grade is never silent."""
     failed: list[str] = []
 
-    def report(job: Job, why: str) -> None:
+    def report(job: GradeJob, why: str) -> None:
         if on_error is not None:
             on_error(job, why)
         else:
-            failed.append(f"{job.get('assignment')}/{job.get('student')}: {why}")
+            failed.append(f"{job.assignment}/{job.student}: {why}")
 
     def raise_failures() -> None:
         if failed:
@@ -94,11 +79,12 @@ def _error_sink(on_error: Callable[[Job, str], None] | None):
     return report, raise_failures
 
 
-def grade_ray(jobs: list[Job], on_result: OnResult, address: str | None = None, gpus_per_task: float = 1,
-              retries: int = 3, init_kwargs: dict | None = None,
-              on_error: Callable[[Job, str], None] | None = None) -> None:
+def grade_ray(jobs: list[GradeJob], on_result: OnResult, address: str | None = None, gpus_per_task: float = 1,
+              retries: int = 3, init_kwargs: dict | None = None, on_error: OnError | None = None,
+              grade: Grade = grade_submission) -> None:
     """Grade on a Ray cluster (``address``: "auto" for a running one; None starts a local one
-    with ``init_kwargs``, e.g. ``num_cpus=2, num_gpus=2`` for fake GPUs in tests)."""
+    with ``init_kwargs``, e.g. ``num_cpus=2, num_gpus=2`` for fake GPUs in tests). A cluster that
+    is already initialised in this process is used as it is, and left running."""
     import ray
 
     started = False
@@ -106,16 +92,16 @@ def grade_ray(jobs: list[Job], on_result: OnResult, address: str | None = None, 
         kwargs = dict(init_kwargs or {})
         kwargs.setdefault("include_dashboard", False)
         kwargs.setdefault("log_to_driver", False)
-        root = str(Path(__file__).resolve().parents[2])
+        root = str(Path(__file__).resolve().parents[1])
         env = {"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}}
         ray.init(address=address, runtime_env=env, **kwargs)
         started = True
 
     @ray.remote(num_gpus=gpus_per_task, max_retries=retries, retry_exceptions=[InfraError])
-    def task(job: Job) -> dict:
+    def task(job: GradeJob) -> SubmissionResult:
         ids = ray.get_gpu_ids()
         gpu = ",".join(str(int(i)) for i in ids) if ids else None
-        return run_job(dict(job, gpu=gpu, worker=f"{ray.util.get_node_ip_address()} gpu {gpu}"))
+        return grade(job.on(gpu, f"{ray.util.get_node_ip_address()} gpu {gpu}"))
 
     report, raise_failures = _error_sink(on_error)
     try:

@@ -27,10 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder.cli import Course, _job, ensure_gradebook, record, table  # noqa: E402
-from autograder.harness import scale  # noqa: E402
-from autograder.harness.kernel import Limits  # noqa: E402
+from autograder import schedule  # noqa: E402
+from autograder.console import table  # noqa: E402
+from autograder.course import Course  # noqa: E402
 from autograder.harness.store import gradebook_scores  # noqa: E402
+from autograder.records import GradeJob, Limits, SubmissionResult  # noqa: E402
 
 
 def _course(assignments: list[str]) -> Course:
@@ -40,7 +41,7 @@ def _course(assignments: list[str]) -> Course:
         shutil.copytree(ROOT / "course" / a, root / "course" / a)
     c = Course(root)
     for a in assignments:
-        ensure_gradebook(c, a)
+        c.ensure_gradebook(a)
     return c
 
 
@@ -77,7 +78,7 @@ def _handed_in(c: Course, a: str, name: str) -> dict:
 
 
 def _jobs(c: Course, assignments: list[str], students: list[str], limits: Limits, sandbox: bool,
-          hostile_every: int = 0) -> list[dict]:
+          hostile_every: int = 0) -> list[GradeJob]:
     kinds = ["loop", "exit", "print_forever", "edit_tests", "matmul"]
     jobs = []
     for i, s in enumerate(students):
@@ -89,22 +90,23 @@ def _jobs(c: Course, assignments: list[str], students: list[str], limits: Limits
                 folder = c.submitted / s / a
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / name).write_text(json.dumps(nb))
-            jobs.append(_job(c, a, s, limits, sandbox))
+            jobs.append(c.job(a, s, limits, sandbox))
     return jobs
 
 
-def _grade(c: Course, jobs: list[dict], gpus: list[str]) -> tuple[float, dict]:
-    results: dict = {}
+def _grade(c: Course, jobs: list[GradeJob],
+           gpus: list[str | None]) -> tuple[float, dict[tuple[str, str], SubmissionResult]]:
+    results: dict[tuple[str, str], SubmissionResult] = {}
 
-    def on_result(r: dict) -> None:
-        record(c, r)
-        results[(r["student"], r["assignment"])] = r
+    def on_result(r: SubmissionResult) -> None:
+        c.record(r)
+        results[(r.student, r.assignment)] = r
         # as each one lands, so a run cut short still says how far it got and how long each took
-        print(f"  graded {r['student']}/{r['assignment']}: {r['score']:g}/{r['max_score']:g} "
-              f"in {r['seconds']:.1f} s ({time.monotonic() - t0:.0f} s so far)", flush=True)
+        print(f"  graded {r.student}/{r.assignment}: {r.score:g}/{r.max_score:g} "
+              f"in {r.seconds:.1f} s ({time.monotonic() - t0:.0f} s so far)", flush=True)
 
     t0 = time.monotonic()
-    scale.grade_local(jobs, gpus, on_result)
+    schedule.grade_local(jobs, gpus, on_result)
     return time.monotonic() - t0, results
 
 
@@ -119,8 +121,8 @@ def bench_one(args, limits) -> None:
     c = _course(args.assignments)
     jobs = _jobs(c, args.assignments, ["one"], limits, not args.no_sandbox)
     took, results = _grade(c, jobs, args.gpus[:args.workers_per_gpu])   # the first GPU's workers
-    rows = [[a, f"{results[('one', a)]['score']:g}/{results[('one', a)]['max_score']:g}",
-             f"{results[('one', a)]['seconds']:.1f}"] for a in args.assignments]
+    rows = [[a, f"{results[('one', a)].score:g}/{results[('one', a)].max_score:g}",
+             f"{results[('one', a)].seconds:.1f}"] for a in args.assignments]
     print(table(rows, ["assignment", "score", "seconds"]))
     from gemmlab.gpu import device_name, has_gpu
 
@@ -152,17 +154,17 @@ def bench_hostile(args, limits) -> None:
     took, first = _grade(c, jobs, args.gpus)
     scores = {a: gradebook_scores(c.db_url, a) for a in args.assignments}
     missing = [(s, a) for s in students for a in args.assignments if s not in scores[a]]
-    _, again = _grade(c, [dict(j) for j in jobs], args.gpus)   # the same hand-ins, graded from scratch
-    differ = [(k, first[k]["score"], again[k]["score"]) for k in first if k in again
-              and first[k]["score"] != again[k]["score"]]
+    _, again = _grade(c, jobs, args.gpus)   # the same hand-ins, graded from scratch
+    differ = [(k, first[k].score, again[k].score) for k in first if k in again
+              and first[k].score != again[k].score]
     print(f"{len(students)} submissions ({len(students) // 5} hostile) × {len(args.assignments)} assignments in "
           f"{took:.1f} s with {len(args.gpus)} worker(s) ({_where()})")
     print(f"grades recorded: {sum(len(v) for v in scores.values())} of {len(students) * len(args.assignments)}; "
           f"missing: {missing or 'none'}")
     print(f"differ from a clean re-grade: {differ or 'none'}")
     hostile = [k for k in first if int(k[0][1:]) % 5 == 4]
-    rows = [[s, a, f"{first[(s, a)]['score']:g}/{first[(s, a)]['max_score']:g}",
-             "; ".join(first[(s, a)]["events"])[:90]] for s, a in sorted(hostile)[:20]]
+    rows = [[s, a, f"{first[(s, a)].score:g}/{first[(s, a)].max_score:g}",
+             "; ".join(first[(s, a)].events)[:90]] for s, a in sorted(hostile)[:20]]
     print(table(rows, ["student", "assignment", "score", "what happened"]))
 
 

@@ -194,3 +194,32 @@ def gpu_submission(release: nbformat.NotebookNode, kind: str) -> nbformat.Notebo
                 cell.source = ("SRC = r'''\n#include <cuda_fp16.h>\nextern \"C\" __global__ void gemm_tn(const __half* A, "
                                "const __half* B, __half* D, int M, int N, int K) {\n" + body + "\n}\n'''\n" + GPU_LAUNCHER)
     return nb
+
+
+# --------------------------------------------------------------------------- failing infrastructure
+def flaky_grader(marks: Path, faults: dict[str, str]):
+    """A grading function for ``autograder.schedule`` whose first attempt at each student named in
+    ``faults`` fails like lost infrastructure: ``"raise"`` (an InfraError) or ``"exit"`` (the worker
+    process dies). Attempts are counted as files under ``marks`` (shared by Ray's worker processes).
+
+    Defined inside a function, with its imports inside, so Ray ships it to workers by value."""
+    marks = str(marks)
+
+    def grade(job):
+        import os
+        from pathlib import Path as _Path
+
+        from autograder.harness.runner import InfraError, grade_submission
+
+        kind = faults.get(job.student)
+        if kind is not None:
+            folder = _Path(marks) / f"{job.assignment}-{job.student}"
+            folder.mkdir(parents=True, exist_ok=True)
+            if not any(folder.iterdir()):
+                (folder / f"attempt-{os.getpid()}").touch()
+                if kind == "exit":
+                    os._exit(17)
+                raise InfraError("lost infrastructure (planted by the test)")
+        return grade_submission(job)
+
+    return grade

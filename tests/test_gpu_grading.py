@@ -125,7 +125,7 @@ def test_bench_catches_library_cached_and_late_results(naive) -> None:
 
 @pytest.fixture(scope="module")
 def gpu_course(tmp_path_factory) -> Path:
-    from autograder.cli import Course, ensure_gradebook
+    from autograder.course import Course
     from autograder.harness.sandbox import check_bwrap
 
     if why := check_bwrap():
@@ -133,16 +133,16 @@ def gpu_course(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("gpucourse")
     (root / "solutions" / "gpu").mkdir(parents=True)
     nbformat.write(gf.gpu_source_notebook(), root / "solutions" / "gpu" / "gpu.ipynb")
-    ensure_gradebook(Course(root), "gpu")
+    Course(root).ensure_gradebook("gpu")
     return root
 
 
 def test_hostile_gpu_kernels_cost_only_their_tests(gpu_course: Path) -> None:
     """Each hostile kernel is followed, on the same GPU, by an honest submission that must get full marks."""
-    from autograder.cli import Course, _job, record
-    from autograder.harness import scale
-    from autograder.harness.kernel import Limits
+    from autograder import schedule
+    from autograder.course import Course
     from autograder.harness.store import gradebook_scores
+    from autograder.records import Limits
 
     c = Course(gpu_course)
     release = nbformat.read(c.release_notebook("gpu", "gpu.ipynb"), as_version=4)
@@ -155,26 +155,26 @@ def test_hostile_gpu_kernels_cost_only_their_tests(gpu_course: Path) -> None:
             folder = c.submitted / student / "gpu"
             folder.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, folder / "gpu.ipynb")
-            jobs.append(_job(c, "gpu", student, Limits(cell_s=120, slow_cell_s=120), True))
-    results: dict[str, dict] = {}
+            jobs.append(c.job("gpu", student, Limits(cell_s=120, slow_cell_s=120), True))
+    results = {}
 
-    def on_result(r: dict) -> None:
-        record(c, r)
-        results[r["student"]] = r
+    def on_result(r) -> None:
+        c.record(r)
+        results[r.student] = r
 
-    scale.grade_local(jobs, ["0"], on_result)
+    schedule.grade_local(jobs, ["0"], on_result)
     scores = gradebook_scores(c.db_url, "gpu")
-    report = {s: (r["score"], [(x["grade_id"], x["status"], x["message"][:120]) for x in r["cells"]], r["events"])
+    report = {s: (r.score, [(x.grade_id, x.status, x.message[:120]) for x in r.cells], r.events)
               for s, r in results.items()}
     assert len(scores) == len(jobs), report
     for i in range(len(hostile) + 1):
         assert scores[f"honest_after_{i}"][0] == 4, report
     assert scores["honest"][0] == 4, report
     for kind in hostile:
-        gemm = next(x for x in results[kind]["cells"] if x["grade_id"] == "test_gemm_slow")
-        assert gemm["score"] == 0, report[kind]
-    assert "outside the output" in next(x for x in results["out_of_bounds"]["cells"]
-                                        if x["grade_id"] == "test_gemm_slow")["evalue"], report["out_of_bounds"]
+        gemm = next(x for x in results[kind].cells if x.grade_id == "test_gemm_slow")
+        assert gemm.score == 0, report[kind]
+    assert "outside the output" in next(x for x in results["out_of_bounds"].cells
+                                        if x.grade_id == "test_gemm_slow").evalue, report["out_of_bounds"]
     for kind in ("illegal_address", "deadlock", "out_of_bounds"):
-        after = next(x for x in results[kind]["cells"] if x["grade_id"] == "test_gpu_still_works")
-        assert after["score"] == 1, (kind, report[kind])
+        after = next(x for x in results[kind].cells if x.grade_id == "test_gpu_still_works")
+        assert after.score == 1, (kind, report[kind])

@@ -44,9 +44,9 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
     root = gf.make_course(tmp_path_factory.mktemp("course"))
-    from autograder.cli import Course, ensure_gradebook
+    from autograder.course import Course
 
-    ensure_gradebook(Course(root), "tiny")
+    Course(root).ensure_gradebook("tiny")
     return root
 
 
@@ -174,9 +174,15 @@ def test_check_gemm_rejects_library_gemms_in_grading_mode(monkeypatch) -> None:
 # --------------------------------------------------------------------------- feedback
 def test_feedback_shows_results_heatmap_roofline_and_no_hidden_source() -> None:
     from autograder.harness import feedback
+    from autograder.records import SubmissionResult
+    from gemmlab.bench import BenchResult
+    from gemmlab.perfbar import PerfBarResult
+    from gemmlab.report import RESULT_MIME, payload
 
-    perf = ("performance bar PASSED: 0.612× cuBLAS (bar 0.30×) — 420.1 vs 686.4 TFLOPS at 4096×4096×4096 "
-            "tn float16 on NVIDIA H100")
+    bench = BenchResult((4096, 4096, 4096), "tn", "float16", "float16", 0.327, 420.1, 0.200, 686.4, 0.612,
+                        "NVIDIA H100", 50)
+    perf = str(PerfBarResult(bench, 0.30))
+    published = [payload("bench", bench), payload("perf_bar", PerfBarResult(bench, 0.30))]
     result = {"student": "ann", "assignment": "tiny", "attempt": "a1", "score": 3, "max_score": 6, "seconds": 12,
               "events": ["tiny.ipynb, test_square: the cell did not finish within its time limit of 8 s"],
               "flags": [], "cells": [
@@ -187,13 +193,17 @@ def test_feedback_shows_results_heatmap_roofline_and_no_hidden_source() -> None:
                   {"notebook": "tiny.ipynb", "grade_id": "test_gemm", "points": 3, "score": 3, "status": "passed",
                    "message": "passed", "outputs": [
                        {"output_type": "display_data", "data": {"text/plain": perf, "text/html":
-                        "<b>table</b><img src='data:image/png;base64,AAAA'/><script>alert(1)</script>"}}]}]}
+                        "<b>table</b><img src='data:image/png;base64,AAAA'/><script>alert(1)</script>"}}],
+                   "results": published}]}
+    result = SubmissionResult.from_dict(result)
     page = feedback.render(result)
     assert "3 / 6 points" in page and "did not finish within its time limit" in page
     assert "Your kernels on the roofline" in page and "0.61× cuBLAS" not in page  # in the picture, not as text
     assert "<script>" not in page, "notebook HTML must be escaped into a sandboxed frame"
     assert "<iframe sandbox" in page
-    assert feedback.perf_points(result)[0]["ratio"] == pytest.approx(0.612)
+    assert len(feedback.perf_points(result)) == 1, "the bar's own timing is one point, not two"
+    assert feedback.perf_points(result)[0].ratio == pytest.approx(0.612)
+    assert RESULT_MIME not in page
 
 
 # --------------------------------------------------------------------------- the whole flow
@@ -252,10 +262,10 @@ def test_instructor_cli_grades_hostile_class(course: Path, tmp_path: Path) -> No
 @needs_bwrap
 def test_ray_workers_retry_infrastructure_failures_without_double_counting(course: Path, tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="pip install -e '.[grade]' (scripts/test.sh does)")
-    from autograder.cli import Course, _job, record
-    from autograder.harness import scale
-    from autograder.harness.kernel import Limits
+    from autograder import schedule
+    from autograder.course import Course
     from autograder.harness.store import gradebook_scores
+    from autograder.records import Limits
 
     c = Course(course)
     kinds = ["honest", "wrong", "exit", "kill", "torch_matmul", "sys_exit"]
@@ -265,27 +275,26 @@ def test_ray_workers_retry_infrastructure_failures_without_double_counting(cours
         folder = c.submitted / student / "tiny"
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(gf.submission(_release(course), kind), folder / "tiny.ipynb")
-        job = _job(c, "tiny", student, Limits(cell_s=float(CELL_S), memory_bytes=int(MEMORY)), True)
-        if i < 2:  # the first attempt of two jobs fails like lost infrastructure: an exception, a dead worker
-            job["fault"] = {"dir": str(tmp_path / "faults"), "kind": ["raise", "exit"][i], "times": 1}
-        jobs.append(job)
+        jobs.append(c.job("tiny", student, Limits(cell_s=float(CELL_S), memory_bytes=int(MEMORY)), True))
+    # the first attempt of two jobs fails like lost infrastructure: an exception, a dead worker
+    grade = gf.flaky_grader(tmp_path / "faults", {"ray_honest": "raise", "ray_wrong": "exit"})
     results, errors = [], []
 
-    def on_result(r: dict) -> None:
+    def on_result(r) -> None:
         results.append(r)
-        record(c, r)
+        c.record(r)
 
-    scale.grade_ray(jobs, on_result, init_kwargs={"num_cpus": 2, "num_gpus": 2},
-                    on_error=lambda job, why: errors.append((job["student"], why)))
+    schedule.grade_ray(jobs, on_result, init_kwargs={"num_cpus": 2, "num_gpus": 2},
+                       on_error=lambda job, why: errors.append((job.student, why)), grade=grade)
     assert not errors, errors
-    assert sorted(r["student"] for r in results) == sorted(f"ray_{k}" for k in kinds), "one result per job"
+    assert sorted(r.student for r in results) == sorted(f"ray_{k}" for k in kinds), "one result per job"
     assert len(list((tmp_path / "faults").rglob("attempt-*"))) == 2, "both injected failures happened once"
-    assert {r["worker"].split("gpu ")[-1] for r in results} <= {"0", "1"}
+    assert {r.worker.split("gpu ")[-1] for r in results} <= {"0", "1"}
     scores = gradebook_scores(c.db_url, "tiny")
     for kind in kinds:
         assert scores[f"ray_{kind}"][0] == gf.EXPECTED[kind], (kind, scores[f"ray_{kind}"])
     for r in results:
-        assert len(c.results.attempts("tiny", r["student"])) == 1
+        assert len(c.results.attempts("tiny", r.student)) == 1
 
 
 @pytest.mark.parametrize("kind", sorted(gf.GPU_KERNELS))
@@ -303,8 +312,8 @@ def test_gpu_fixture_kernels_compile(kind: str) -> None:
 def test_real_course_notebook_full_marks_and_zero() -> None:
     """Notebook 00 through the sandboxed grader: the release with the solutions' answers filled in
     earns full marks (no false tamper alarms from the course's own setup), the untouched release 0."""
-    from autograder.harness.kernel import Limits
     from autograder.harness.runner import grade_submission
+    from autograder.records import GradeJob, NotebookParts
 
     a, name = "00_gpu_and_roofline", "00_gpu_and_roofline.ipynb"
     source = json.loads((ROOT / "solutions" / a / name).read_text())
@@ -317,34 +326,34 @@ def test_real_course_notebook_full_marks_and_zero() -> None:
         if gid in answers:
             c["source"] = answers[gid]
     for who, nb, want in (("perfect", filled, "full"), ("untouched", release, "zero")):
-        job = {"student": who, "assignment": a, "attempt": "t", "limits": vars(Limits()), "sandbox": True,
-               "notebooks": {name: {"source": source, "release": release, "student": nb}}}
+        job = GradeJob(who, a, "t", {name: NotebookParts(source, release, nb)})
         r = grade_submission(job)
-        bad = [(c["grade_id"], c["status"], c["message"]) for c in r["cells"] if c["status"] != "passed"]
+        bad = [(c.grade_id, c.status, c.message) for c in r.cells if c.status != "passed"]
         if want == "full":
-            assert r["score"] == r["max_score"] > 0 and not r["events"], (bad, r["events"])
+            assert r.score == r.max_score > 0 and not r.events, (bad, r.events)
         else:
-            assert r["score"] == 0, r["cells"]
+            assert r.score == 0, r.cells
 
 
-def test_grade_local_never_drops_a_job_silently(monkeypatch) -> None:
+def test_grade_local_never_drops_a_job_silently() -> None:
     """A job whose retries run out is reported: to on_error when given, else raised at the end."""
-    from autograder.harness import scale
+    from autograder import schedule
     from autograder.harness.runner import InfraError
+    from autograder.records import GradeJob
 
-    def run_job(job):
-        if job["student"] == "broken":
+    def grade(job):
+        if job.student == "broken":
             raise InfraError("kernel did not start")
-        return {"student": job["student"]}
+        return job.student
 
-    monkeypatch.setattr(scale, "run_job", run_job)
-    jobs = [{"assignment": "a", "student": s} for s in ("ok1", "broken", "ok2")]
+    jobs = [GradeJob(s, "a", "", {}) for s in ("ok1", "broken", "ok2")]
     graded: list = []
     with pytest.raises(InfraError, match="a/broken: kernel did not start"):
-        scale.grade_local(jobs, [None], graded.append, retries=1)
-    assert sorted(r["student"] for r in graded) == ["ok1", "ok2"]
+        schedule.grade_local(jobs, [None], graded.append, retries=1, grade=grade)
+    assert sorted(graded) == ["ok1", "ok2"]
     errors: list = []
-    scale.grade_local(jobs, [None, None], lambda r: None, retries=0, on_error=lambda j, why: errors.append(why))
+    schedule.grade_local(jobs, [None, None], lambda r: None, retries=0, on_error=lambda j, why: errors.append(why),
+                         grade=grade)
     assert errors == ["kernel did not start"]
 
 

@@ -11,8 +11,8 @@ student who studies this file can defeat it; docs/THREAT_MODEL.md says what that
 """
 from __future__ import annotations
 
-import ast
 import secrets
+from typing import Any
 
 MODULE_PREFIX = "_gemmlab_grader_"
 
@@ -23,7 +23,8 @@ def __gemmlab_grader_bootstrap(module_name):
     os.environ["GEMMLAB_GRADING"] = "1"
     import numpy
     import gemmlab
-    import gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers, gemmlab.errors, gemmlab.ipython
+    import gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers, gemmlab.report
+    import gemmlab.errors, gemmlab.ipython
     try:
         import torch, torch.testing
     except ImportError:
@@ -41,7 +42,7 @@ def __gemmlab_grader_bootstrap(module_name):
             value = static(owner, name)
             if value is not missing:
                 watched.append((f"{label}.{name}", owner, name, value))
-    for mod in (gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers):
+    for mod in (gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers, gemmlab.report):
         watch(mod.__name__, mod, [n for n, v in vars(mod).items() if not n.startswith("__") and callable(v)])
     watch("gemmlab.ipython", gemmlab.ipython, ["_handler", "format_error", "install"])
     for cls in (gemmlab.check.CheckResult, gemmlab.check.Row, gemmlab.bench.BenchResult, gemmlab.perfbar.PerfBarResult):
@@ -83,6 +84,12 @@ def __gemmlab_grader_bootstrap(module_name):
              "input_transformers_cleanup": list(ip.input_transformers_cleanup)}
     events = {name: list(cbs) for name, cbs in ip.events.callbacks.items()}
 
+    class Answer:   # user_expressions send its JSON form (application/json), not its repr
+        def __init__(self, value):
+            self.value = value
+        def _repr_json_(self):
+            return self.value
+
     def probe(nonce):
         problems = []
         for label, owner, name, original in watched:
@@ -111,7 +118,7 @@ def __gemmlab_grader_bootstrap(module_name):
             problems.append("errors were redirected (set_custom_exc)")
         if os.environ.get("GEMMLAB_GRADING") != "1":
             problems.append("GEMMLAB_GRADING was changed")
-        return nonce + "|" + ";".join(sorted(set(problems)))
+        return Answer({"nonce": nonce, "problems": sorted(set(problems))})
 
     sys.modules[module_name] = types.SimpleNamespace(probe=probe)
 
@@ -132,15 +139,14 @@ def probe_expression(module_name: str, nonce: str) -> str:
     return f"__import__('sys').modules[{module_name!r}].probe({nonce!r})"
 
 
-def parse_probe(text: str | None, nonce: str) -> list[str] | None:
-    """The problems the probe found ([] = none), or None when no genuine answer came back."""
-    if not text:
+def parse_probe(data: dict[str, Any] | None, nonce: str) -> list[str] | None:
+    """The problems the probe found ([] = none), or None when no genuine answer came back.
+
+    ``data`` is the probe expression's display data as ``user_expressions`` returns it."""
+    value = (data or {}).get("application/json")
+    if not isinstance(value, dict) or value.get("nonce") != nonce:
         return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    problems = value.get("problems")
+    if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
         return None
-    if not isinstance(value, str) or not value.startswith(nonce + "|"):
-        return None
-    rest = value[len(nonce) + 1:]
-    return [p for p in rest.split(";") if p]
+    return problems

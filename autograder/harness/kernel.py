@@ -19,18 +19,8 @@ from typing import Any
 from jupyter_client import KernelManager
 from nbformat.v4 import output_from_msg
 
+from ..records import Limits
 from .sandbox import SandboxSpec, bwrap_prefix, sandbox_env
-
-
-@dataclass
-class Limits:
-    cell_s: float = 180.0             # default per cell; cells whose grade_id ends in _slow get slow_cell_s
-    slow_cell_s: float = 600.0
-    submission_s: float = 1800.0      # all notebooks of one submission together
-    output_bytes: int = 4_000_000     # per cell: text and data the kernel may send
-    memory_bytes: int = 16 << 30      # resident memory of the kernel's whole process tree
-    startup_s: float = 60.0
-    restarts: int = 3                 # kernel restarts per notebook before the rest is given up
 
 
 @dataclass

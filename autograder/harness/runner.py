@@ -1,70 +1,35 @@
 """Grade one submission: every notebook of one assignment for one student, on one GPU.
 
-Runs on a grading worker (locally or as a Ray task). Input and output are plain data (the
-notebooks as JSON, the result as a dict), so a worker on another host needs no shared file
-system. Everything a submission does is the submission's problem and ends up in the result;
-only failures of the grading machinery itself raise :class:`InfraError` (and are retried).
+Runs on a grading worker (locally or as a Ray task). Input and output are records
+(:class:`~autograder.records.GradeJob` in, :class:`~autograder.records.SubmissionResult` out) that
+hold the notebooks as JSON, so a worker on another host needs no shared file system. Everything
+a submission does is the submission's problem and ends up in the result; only failures of the
+grading machinery itself raise :class:`InfraError` (and are retried).
 """
 from __future__ import annotations
 
 import ast
-import copy
+import json
 import re
 import secrets
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import nbformat
 
+from gemmlab.runtime.faults import classify
+
+from ..records import CellResult, GradeJob, Limits, NotebookJSON, SubmissionResult
 from . import inkernel
 from .assemble import assemble, grade_id, is_answer, is_graded
-from .kernel import CellRun, Limits, SandboxedKernel
+from .kernel import CellRun, SandboxedKernel
+from .outputs import for_feedback, hidden_lines, take_published, withhold
 
 
 class InfraError(RuntimeError):
     """The grader, not the submission, failed (sandbox or kernel would not start, worker lost)."""
-
-
-@dataclass
-class CellGrade:
-    notebook: str
-    grade_id: str
-    points: float
-    score: float | None          # None: needs manual grading
-    status: str                  # passed, failed, error, timeout, died, output_limit, memory, not_run, tampered, manual
-    message: str                 # plain words
-    seconds: float = 0.0
-    ename: str = ""
-    evalue: str = ""
-    outputs: list = field(default_factory=list)   # the cell's outputs without tracebacks (for feedback)
-
-
-@dataclass
-class SubmissionResult:
-    student: str
-    assignment: str
-    attempt: str
-    cells: list[CellGrade]
-    score: float
-    max_score: float
-    seconds: float
-    events: list[str] = field(default_factory=list)     # restarts, limits hit, tampering: plain words
-    flags: list[str] = field(default_factory=list)      # for the instructor: suspicious code to review
-    executed: dict[str, Any] = field(default_factory=dict)  # notebook name -> executed notebook (JSON)
-    worker: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "SubmissionResult":
-        data = dict(data)
-        data["cells"] = [CellGrade(**c) for c in data["cells"]]
-        return cls(**data)
 
 
 #: Patterns in student code worth an instructor's look (they are not penalised by themselves).
@@ -72,7 +37,7 @@ SUSPICIOUS = [
     (r"set_custom_exc|showtraceback|custom_exceptions", "changes how IPython reports errors"),
     (r"sys\.settrace|sys\.setprofile|ast_transformers|input_transformers|events\.register", "hooks code execution"),
     (r"\bbuiltins\b|__builtins__", "touches builtins"),
-    (r"gemmlab\.(check|bench|perfbar|nbhelpers)\.\w+\s*=|check_gemm\s*=|raise_if_failed\s*=|GEMMLAB_GRADING",
+    (r"gemmlab\.(check|bench|perfbar|nbhelpers|report)\.\w+\s*=|check_gemm\s*=|raise_if_failed\s*=|GEMMLAB_GRADING",
      "replaces gemmlab's checks"),
     (r"gradebook|solutions/|/autograder|\.git\b", "looks for grading files"),
     (r"\bctypes\b|cublas|cupy", "calls native libraries directly"),
@@ -81,17 +46,12 @@ SUSPICIOUS = [
 ]
 
 
-#: Errors after which the kernel's CUDA context is unusable (or a GPU kernel may still be running):
-#: the next cell gets a fresh kernel (the cells before it are replayed) so later tests are not lost.
-CONTEXT_LOST = re.compile(r"ContextLostError|KernelTimeoutError|illegal memory access|illegal address|"
-                          r"unspecified launch failure|misaligned address|CUDA error: an illegal|AcceleratorError")
-
-
 def scan(source: str) -> list[str]:
+    """Why ``source`` deserves an instructor's look ([] when it does not)."""
     return [why for pattern, why in SUSPICIOUS if re.search(pattern, source)]
 
 
-def _cell_timeout(cell, limits: Limits) -> float:
+def _cell_timeout(cell: nbformat.NotebookNode, limits: Limits) -> float:
     return limits.slow_cell_s if grade_id(cell).endswith("_slow") else limits.cell_s
 
 
@@ -109,54 +69,13 @@ def _partial_score(run: CellRun, points: float) -> float:
     return points
 
 
-def hidden_lines(nb) -> list[str]:
-    """Substantial lines of the hidden tests in ``nb`` (what feedback must never show)."""
-    lines, inside = [], False
-    for cell in nb.cells:
-        for line in cell.source.splitlines() if is_graded(cell) else []:
-            if "BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "END HIDDEN TESTS" in line:
-                inside = False
-            elif inside and len(line.strip()) >= 12:
-                lines.append(line.strip())
-    return lines
-
-
-def _clean_outputs(outputs: list, hidden: list[str] = (), limit: int = 1_500_000) -> list:
-    """Outputs fit for feedback: errors as name and message only (a traceback shows test source),
-    and any output that quotes a hidden test (e.g. printed from the kernel's history) withheld."""
-    kept, size = [], 0
-    for out in outputs:
-        out = copy.deepcopy(dict(out))
-        if out.get("output_type") == "error":
-            out["traceback"] = []
-        text = "\n".join(_strings(out))
-        text += "\n" + text.replace("\\'", "'").replace('\\"', '"')   # quoted through a repr
-        if any(line in text for line in hidden):
-            out = {"output_type": "stream", "name": "stdout",
-                   "text": "[output withheld: it quoted hidden test code]\n"}
-        size += len(str(out))
-        if size > limit:
-            kept.append({"output_type": "stream", "name": "stdout", "text": "[further output left out]\n"})
-            break
-        kept.append(out)
-    return kept
-
-
-def _strings(value) -> list[str]:
-    """Every string inside an output (text, data of every MIME type, error name and message)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, (list, tuple)):
-        return ["".join(value)] if all(isinstance(v, str) for v in value) else [s for v in value for s in _strings(v)]
-    return []
-
-
-def _withhold(text: str, hidden: list[str]) -> str:
-    return "[withheld: it quoted hidden test code]" if any(line in text for line in hidden) else text
+def _leaves_gpu_unusable(run: CellRun) -> bool:
+    """Whether the cell's error left the kernel's CUDA context lost or a GPU kernel running, so the
+    next cell needs a fresh kernel (the cells before it are replayed) lest later tests be lost."""
+    if run.status != "error":
+        return False
+    fault = classify(f"{run.ename}: {run.evalue}")
+    return fault is not None and fault.needs_fresh_process
 
 
 def _verdict(run: CellRun) -> tuple[str, str]:
@@ -171,7 +90,7 @@ def _verdict(run: CellRun) -> tuple[str, str]:
 
 
 class _NotebookGrader:
-    def __init__(self, name: str, nb, workdir: Path, gpu: str | None, limits: Limits, sandbox: bool,
+    def __init__(self, name: str, nb: nbformat.NotebookNode, workdir: Path, gpu: str | None, limits: Limits, sandbox: bool,
                  deadline: float, events: list[str]) -> None:
         self.name, self.nb, self.limits, self.deadline, self.events = name, nb, limits, deadline, events
         self.kernel = SandboxedKernel(workdir / "scratch", workdir / "run", gpu, limits, sandbox)
@@ -220,13 +139,13 @@ class _NotebookGrader:
                 reply = kc.get_shell_msg(timeout=max(0.1, end - time.monotonic()))
                 if reply["parent_header"].get("msg_id") == msg_id:
                     value = reply["content"].get("user_expressions", {}).get("p", {})
-                    return inkernel.parse_probe(value.get("data", {}).get("text/plain"), nonce)
+                    return inkernel.parse_probe(value.get("data"), nonce)
         except Exception:  # noqa: BLE001 - no answer is a failed probe
             return None
         return None
 
-    def run(self) -> list[CellGrade]:
-        grades: list[CellGrade] = []
+    def run(self) -> list[CellResult]:
+        grades: list[CellResult] = []
         self._start()
         broken = ""
         try:
@@ -236,7 +155,7 @@ class _NotebookGrader:
                 gid = grade_id(cell) or f"cell {index}"
                 if cell.cell_type != "code":
                     if graded:
-                        grades.append(CellGrade(self.name, gid, points, None, "manual", "graded by hand"))
+                        grades.append(CellResult(self.name, gid, points, None, "manual", "graded by hand"))
                     continue
                 run: CellRun
                 if not broken and not self.kernel.alive():
@@ -255,10 +174,11 @@ class _NotebookGrader:
                         run.message = f"the submission's time limit of {self.limits.submission_s:g} s ran out in this cell"
                     if not run.completed:
                         self.events.append(f"{self.name}, {gid}: {run.message}")
+                run.outputs, published = take_published(run.outputs)
                 cell.outputs = run.outputs
                 if run.completed and not graded:
                     self.done_ok.append(index)
-                if run.status == "error" and CONTEXT_LOST.search(f"{run.ename}: {run.evalue}"):
+                if _leaves_gpu_unusable(run):
                     self.events.append(f"{self.name}, {gid}: {run.ename} left the GPU context unusable; "
                                        "the next cell runs in a fresh kernel")
                     self.kernel.kill()
@@ -267,7 +187,7 @@ class _NotebookGrader:
                 if not graded:
                     continue
                 status, message = _verdict(run)
-                message = _withhold(message, self.hidden)
+                message = withhold(message, self.hidden)
                 score: float | None = 0.0
                 if is_answer(cell):
                     status, message, score = "manual", "graded by hand", None
@@ -279,37 +199,33 @@ class _NotebookGrader:
                         self.events.append(f"{self.name}, {gid}: {message}")
                     else:
                         score = _partial_score(run, points)
-                grades.append(CellGrade(self.name, gid, points, score, status, message, round(run.seconds, 3),
-                                        run.ename, _withhold(run.evalue, self.hidden),
-                                        _clean_outputs(run.outputs, self.hidden)))
+                grades.append(CellResult(self.name, gid, points, score, status, message, round(run.seconds, 3),
+                                         run.ename, withhold(run.evalue, self.hidden),
+                                         tuple(for_feedback(run.outputs, self.hidden)), tuple(published)))
         finally:
             self.kernel.kill()
         return grades
 
 
-def _read(data: dict) -> nbformat.NotebookNode:
+def _read(data: NotebookJSON) -> nbformat.NotebookNode:
     """A notebook from its JSON dict, normalised (sources as strings) as nbformat.read does."""
-    import json
-
     return nbformat.reads(json.dumps(data), as_version=4)
 
 
-def grade_submission(job: dict) -> dict:
-    """Grade one submission. ``job``: student, assignment, attempt, notebooks {name: {source,
-    release, student}} (notebook JSON; student None when not handed in), gpu, limits (dict),
-    sandbox (bool), workdir (optional). Returns :meth:`SubmissionResult.to_dict`."""
-    limits = Limits(**job.get("limits", {}))
+def grade_submission(job: GradeJob) -> SubmissionResult:
+    """Grade every notebook of one hand-in on ``job.gpu``; raises only :class:`InfraError`."""
+    limits = job.limits
     t0 = time.monotonic()
     deadline = t0 + limits.submission_s
-    root = Path(tempfile.mkdtemp(prefix="gemmlab-grade-", dir=job.get("workdir")))
+    root = Path(tempfile.mkdtemp(prefix="gemmlab-grade-", dir=job.workdir))
     events: list[str] = []
     flags: list[str] = []
-    cells: list[CellGrade] = []
-    executed: dict[str, Any] = {}
+    cells: list[CellResult] = []
+    executed: dict[str, NotebookJSON] = {}
     try:
-        for k, (name, parts) in enumerate(sorted(job["notebooks"].items())):
-            source, release = _read(parts["source"]), _read(parts["release"])
-            student = _read(parts["student"]) if parts.get("student") else None
+        for k, (name, parts) in enumerate(sorted(job.notebooks.items())):
+            source, release = _read(parts.source), _read(parts.release)
+            student = _read(parts.student) if parts.student else None
             built = assemble(source, release, student)
             events.extend(f"{name}: {t}" for t in built.tampered)
             if student is None:
@@ -319,17 +235,15 @@ def grade_submission(job: dict) -> dict:
                     for why in scan(cell.source):
                         flags.append(f"{name}, {grade_id(cell) or 'an added cell'}: {why}")
             workdir = root / f"nb{k}"
-            grader = _NotebookGrader(name, built.notebook, workdir, job.get("gpu"), limits,
-                                     job.get("sandbox", True), deadline, events)
+            grader = _NotebookGrader(name, built.notebook, workdir, job.gpu, limits, job.sandbox, deadline, events)
             cells.extend(grader.run())
-            executed[name] = built.notebook
+            executed[name] = json.loads(json.dumps(built.notebook))   # plain data, sources as run
             shutil.rmtree(workdir, ignore_errors=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     scored = [c for c in cells if c.score is not None]
-    result = SubmissionResult(
-        job["student"], job["assignment"], job.get("attempt", ""), cells,
+    return SubmissionResult(
+        job.student, job.assignment, job.attempt, tuple(cells),
         score=round(sum(c.score for c in scored), 6), max_score=round(sum(c.points for c in cells), 6),
-        seconds=round(time.monotonic() - t0, 3), events=events, flags=sorted(set(flags)),
-        executed={k: nbformat.from_dict(v) for k, v in executed.items()}, worker=job.get("worker", ""))
-    return result.to_dict()
+        seconds=round(time.monotonic() - t0, 3), events=tuple(events), flags=tuple(sorted(set(flags))),
+        executed=executed, worker=job.worker)

@@ -14,6 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from ..records import SubmissionResult
+
 
 def attempt_id(notebooks: dict[str, dict | None]) -> str:
     """A short digest of what was handed in (notebook name → JSON, None when missing)."""
@@ -33,25 +35,25 @@ class ResultStore:
     def path(self, assignment: str, student: str, attempt: str) -> Path:
         return self.root / assignment / student / f"{attempt}.json"
 
-    def put(self, result: dict) -> Path:
-        path = self.path(result["assignment"], result["student"], result["attempt"])
+    def put(self, result: SubmissionResult) -> Path:
+        path = self.path(result.assignment, result.student, result.attempt)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "w") as f:
-            json.dump(result, f)
+            json.dump(result.to_dict(), f)
         os.replace(tmp, path)
         return path
 
-    def get(self, assignment: str, student: str, attempt: str) -> dict | None:
+    def get(self, assignment: str, student: str, attempt: str) -> SubmissionResult | None:
         path = self.path(assignment, student, attempt)
-        return json.loads(path.read_text()) if path.exists() else None
+        return SubmissionResult.from_dict(json.loads(path.read_text())) if path.exists() else None
 
     def attempts(self, assignment: str, student: str) -> list[str]:
         folder = self.root / assignment / student
         return sorted(p.stem for p in folder.glob("*.json")) if folder.exists() else []
 
 
-def write_gradebook(db_url: str, result: dict) -> None:
+def write_gradebook(db_url: str, result: SubmissionResult) -> None:
     """Set every autograded score of ``result`` in nbgrader's gradebook (overwriting, never adding)."""
     import warnings
 
@@ -59,16 +61,16 @@ def write_gradebook(db_url: str, result: dict) -> None:
 
     with Gradebook(db_url) as gb, warnings.catch_warnings():
         warnings.simplefilter("ignore")   # SQLAlchemy's autoflush notes from inside nbgrader
-        gb.update_or_create_student(result["student"])
-        gb.update_or_create_submission(result["assignment"], result["student"])
-        for cell in result["cells"]:
-            notebook = Path(cell["notebook"]).stem
-            grade = gb.find_grade(cell["grade_id"], notebook, result["assignment"], result["student"])
-            if cell["score"] is None:
+        gb.update_or_create_student(result.student)
+        gb.update_or_create_submission(result.assignment, result.student)
+        for cell in result.cells:
+            notebook = Path(cell.notebook).stem
+            grade = gb.find_grade(cell.grade_id, notebook, result.assignment, result.student)
+            if cell.score is None:
                 grade.auto_score = None
                 grade.needs_manual_grade = True
             else:
-                grade.auto_score = float(cell["score"])
+                grade.auto_score = float(cell.score)
                 grade.needs_manual_grade = False
         gb.db.commit()
 

@@ -1,0 +1,135 @@
+"""Autograde one assignment: which hand-ins need grading, grading them where the instructor
+chose (local workers or Ray), recording every result, and the summary of how it went.
+
+A hand-in whose attempt (a digest of its notebooks) already has a result is not graded again
+unless forced; its recorded result is written again instead, which changes nothing.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import schedule
+from .course import Course
+from .records import GradeJob, Limits, SubmissionResult
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Where jobs run: locally, one worker per GPU in ``gpus`` (without GPUs, ``cpu_workers``
+    workers), or on Ray (``ray``: "auto" for a running cluster, an address, or "local" to start one
+    here with these GPUs and CPU workers)."""
+
+    gpus: tuple[str, ...] = ()
+    cpu_workers: int | None = None
+    ray: str | None = None
+
+    def local_slots(self) -> list[str | None]:
+        """One entry per local worker: its GPU index, or None for a worker without one."""
+        return list(self.gpus) or [None] * (self.cpu_workers or 1)
+
+    def ray_init(self) -> dict:
+        """``ray.init`` arguments for a cluster started here ({} when joining one)."""
+        if self.ray != "local":
+            return {}
+        return {"num_cpus": self.cpu_workers or os.cpu_count(), "num_gpus": len(self.gpus) or self.cpu_workers or 1}
+
+
+def local_gpus(indices: str | None = None) -> tuple[str, ...]:
+    """The GPU indices to grade on: ``indices`` ("0,1"; repeat one to run several workers on it),
+    else every GPU torch sees here (none without torch or a GPU)."""
+    if indices:
+        return tuple(g for g in indices.split(",") if g)
+    try:
+        import torch
+    except ImportError:
+        return ()
+    return tuple(str(i) for i in range(torch.cuda.device_count()))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What grading an assignment will do: the jobs to run and the recorded results reused."""
+
+    assignment: str
+    students: tuple[str, ...]
+    jobs: tuple[GradeJob, ...]
+    reused: tuple[SubmissionResult, ...]
+
+
+@dataclass
+class Outcome:
+    """Results by student (graded now or reused) and why the others could not be graded."""
+
+    plan: Plan
+    results: dict[str, SubmissionResult] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return len(self.results) == len(self.plan.students)
+
+    def rows(self) -> list[list[str]]:
+        """One row per student: student, score, max, seconds, notes."""
+        rows = []
+        for s in self.plan.students:
+            r = self.results.get(s)
+            if r is None:
+                rows.append([s, "-", "-", "-", f"NOT GRADED: {self.errors.get(s, 'no result')}"[:70]])
+                continue
+            notes = [f"{len(r.events)} events"] if r.events else []
+            notes += [f"{len(r.flags)} flags"] if r.flags else []
+            rows.append([s, f"{r.score:g}", f"{r.max_score:g}", f"{r.seconds:.0f}", ", ".join(notes) or "ok"])
+        return rows
+
+    def summary(self) -> str:
+        """One line: how many were graded, reused, the grading time and the mean score ('' if none)."""
+        graded = list(self.results.values())
+        if not graded:
+            return ""
+        reused = {r.student for r in self.plan.reused}
+        seconds = sum(r.seconds for r in graded if r.student not in reused)
+        return (f"{len(graded)} of {len(self.plan.students)} graded ({len(reused)} unchanged attempts reused); "
+                f"{seconds:.0f} s of grading; mean score {sum(r.score for r in graded) / len(graded):.2f}")
+
+
+def plan(course: Course, assignment: str, students: list[str], limits: Limits, sandbox: bool,
+         force: bool = False) -> Plan:
+    """A job for every student whose current hand-in has no result yet (every student if ``force``)."""
+    jobs, reused = [], []
+    for s in students:
+        job = course.job(assignment, s, limits, sandbox)
+        old = None if force else course.results.get(assignment, s, job.attempt)
+        if old is None:
+            jobs.append(job)
+        else:
+            reused.append(old)
+    return Plan(assignment, tuple(students), tuple(jobs), tuple(reused))
+
+
+def run(course: Course, plan: Plan, workers: Workers,
+        on_step: Callable[[str], None] = lambda last: None) -> Outcome:
+    """Record the reused results, grade the jobs and record each result as it lands; ``on_step``
+    hears of every job done ("student score/max" or "student NOT GRADED")."""
+    outcome = Outcome(plan)
+    for old in plan.reused:
+        course.record(old)
+        outcome.results[old.student] = old
+
+    def on_result(result: SubmissionResult) -> None:
+        course.record(result)
+        outcome.results[result.student] = result
+        on_step(f"{result.student} {result.score:g}/{result.max_score:g}")
+
+    def on_error(job: GradeJob, why: str) -> None:
+        outcome.errors[job.student] = why
+        on_step(f"{job.student} NOT GRADED")
+
+    jobs = list(plan.jobs)
+    if workers.ray is not None:
+        schedule.grade_ray(jobs, on_result, address=None if workers.ray == "local" else workers.ray,
+                           init_kwargs=workers.ray_init(), on_error=on_error)
+    else:
+        schedule.grade_local(jobs, workers.local_slots(), on_result, on_error=on_error)
+    return outcome

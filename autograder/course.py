@@ -1,0 +1,193 @@
+"""The course as the grader sees it: nbgrader's folders, the assignments' notebooks, the students'
+hand-ins, and where grades go.
+
+The layout is nbgrader's, as ``autograder/nbgrader_config.py`` sets it: ``solutions/<assignment>/``
+(source), ``course/<assignment>/`` (what students got), ``autograder/submitted/<student>/<assignment>/``,
+``autograder/autograded/``, ``autograder/feedback/``, ``autograder/gradebook.db``, plus
+``autograder/results/`` (one JSON per graded attempt).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from gemmlab.errors import GemmlabError
+
+from .harness import feedback, store
+from .records import GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult
+
+REPO = Path(__file__).resolve().parent.parent
+NBGRADER_CONFIG = REPO / "autograder" / "nbgrader_config.py"
+
+#: What a hand-in that is not a readable notebook is graded as: a notebook without cells.
+EMPTY_NOTEBOOK: NotebookJSON = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+class CourseError(GemmlabError):
+    """The course folder lacks something the command needs; the message says what to run or fix."""
+
+
+class Course:
+    """One course folder: its assignments, hand-ins, gradebook, results, autograded notebooks and feedback."""
+
+    def __init__(self, root: Path) -> None:
+        # nbgrader's Gradebook runs `alembic` from PATH: make it this environment's.
+        bindir = str(Path(sys.executable).parent)
+        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+        self.root = Path(root).resolve()
+        self.ag = self.root / "autograder"
+        self.source = self.root / "solutions"
+        self.release = self.root / "course"
+        self.submitted = self.ag / "submitted"
+        self.autograded = self.ag / "autograded"
+        self.feedback = self.ag / "feedback"
+        self.db_url = f"sqlite:///{self.ag / 'gradebook.db'}"
+        self.results = store.ResultStore(self.ag / "results")
+
+    # ------------------------------------------------------------------ what is there
+    def notebooks(self, assignment: str) -> list[str]:
+        """The assignment's notebook names, from the instructor's source."""
+        names = sorted(p.name for p in (self.source / assignment).glob("*.ipynb"))
+        if not names:
+            raise CourseError(f"no notebooks in {self.source / assignment}: is {assignment!r} the assignment's "
+                              "folder name under solutions/?")
+        return names
+
+    def students(self, assignment: str) -> list[str]:
+        """Students with a hand-in of ``assignment`` in ``submitted/``."""
+        if not self.submitted.exists():
+            return []
+        return sorted(p.name for p in self.submitted.iterdir() if (p / assignment).is_dir())
+
+    def release_notebook(self, assignment: str, name: str) -> Path:
+        """The student release of one notebook (``course/``, else the one nbgrader generated)."""
+        for folder in (self.release / assignment, self.ag / "release" / assignment):
+            if (folder / name).exists():
+                return folder / name
+        raise CourseError(f"no student release of {assignment}/{name}: run tools/release.py")
+
+    def handed_in(self, assignment: str, student: str) -> dict[str, NotebookJSON | None]:
+        """The student's notebooks by name: None when not handed in, an empty notebook when unreadable."""
+        handed: dict[str, NotebookJSON | None] = {}
+        for name in self.notebooks(assignment):
+            path = self.submitted / student / assignment / name
+            handed[name] = _read_hand_in(path) if path.exists() else None
+        return handed
+
+    def job(self, assignment: str, student: str, limits: Limits, sandbox: bool) -> GradeJob:
+        """The job that grades the student's current hand-in of ``assignment``."""
+        handed = self.handed_in(assignment, student)
+        notebooks = {name: NotebookParts(json.loads((self.source / assignment / name).read_text()),
+                                         json.loads(self.release_notebook(assignment, name).read_text()), nb)
+                     for name, nb in handed.items()}
+        return GradeJob(student, assignment, store.attempt_id(handed), notebooks, limits, sandbox)
+
+    def current_result(self, assignment: str, student: str) -> SubmissionResult | None:
+        """The recorded result of the student's current hand-in, or None when it was not graded."""
+        return self.results.get(assignment, student, store.attempt_id(self.handed_in(assignment, student)))
+
+    # ------------------------------------------------------------------ nbgrader
+    def nbgrader(self, *args: str) -> subprocess.CompletedProcess:
+        """Run an nbgrader command on this course (its configuration, gradebook and folders)."""
+        env = dict(os.environ)
+        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        cmd = [sys.executable, "-m", "nbgrader", *args, f"--NbGrader.config_file={NBGRADER_CONFIG}",
+               f"--CourseDirectory.root={self.root}", f"--CourseDirectory.db_url={self.db_url}",
+               f"--CourseDirectory.release_directory={self.ag / 'release'}",
+               f"--CourseDirectory.submitted_directory={self.submitted}"]
+        return subprocess.run(cmd, cwd=self.root, env=env, capture_output=True, text=True)
+
+    def ensure_gradebook(self, assignment: str) -> None:
+        """Put the assignment (notebooks, graded cells, checksums) into the gradebook if it is not there."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        self.ag.mkdir(parents=True, exist_ok=True)
+        with Gradebook(self.db_url) as gb:
+            try:
+                a = gb.find_assignment(assignment)
+                if {nb.name for nb in a.notebooks} == {Path(n).stem for n in self.notebooks(assignment)}:
+                    return
+            except MissingEntry:
+                pass
+        proc = self.nbgrader("generate_assignment", assignment, "--force")
+        if proc.returncode != 0:
+            raise CourseError(f"nbgrader generate_assignment {assignment} failed:\n{proc.stdout[-3000:]}\n"
+                              f"{proc.stderr[-3000:]}")
+
+    # ------------------------------------------------------------------ hand-ins in, grades out
+    def collect_from(self, folder: Path, assignment: str) -> int:
+        """Copy hand-ins into ``submitted/`` from ``folder/<student>/<assignment>/`` or
+        ``folder/<student>/*.ipynb`` (replacing earlier ones); returns how many students had one."""
+        n = 0
+        for student_dir in sorted(Path(folder).iterdir()):
+            if not student_dir.is_dir():
+                continue
+            src = student_dir / assignment if (student_dir / assignment).is_dir() else student_dir
+            nbs = sorted(src.glob("*.ipynb"))
+            if not nbs:
+                continue
+            dest = self.submitted / student_dir.name / assignment
+            if dest.exists():
+                shutil.rmtree(dest)
+            dest.mkdir(parents=True)
+            for nb in nbs:
+                shutil.copy2(nb, dest / nb.name)
+            n += 1
+        return n
+
+    def record(self, result: SubmissionResult) -> None:
+        """Store one result: result file, gradebook grades, autograded notebooks (all overwriting)."""
+        self.results.put(result)
+        store.write_gradebook(self.db_url, result)
+        folder = self.autograded / result.student / result.assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, nb in result.executed.items():
+            nbformat.write(nbformat.from_dict(nb), folder / name)
+
+    def write_feedback(self, assignment: str, student: str) -> Path | None:
+        """Write the student's report of their current hand-in; None when it was not graded yet."""
+        result = self.current_result(assignment, student)
+        if result is None:
+            return None
+        folder = self.feedback / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "feedback.html"
+        path.write_text(feedback.render(result))
+        return path
+
+    def export_grades(self, out: Path) -> int:
+        """Every grade in the gradebook as CSV (with attempt, flags and events of the current result);
+        returns the number of rows."""
+        from nbgrader.api import Gradebook
+
+        rows = []
+        with Gradebook(self.db_url) as gb:
+            for a in gb.assignments:
+                for sub in gb.assignment_submissions(a.name):
+                    result = (self.current_result(a.name, sub.student.id) if (self.source / a.name).is_dir()
+                              else None)
+                    rows.append([sub.student.id, a.name, f"{sub.score:g}", f"{sub.max_score:g}",
+                                 result.attempt if result else "", len(result.flags) if result else "",
+                                 "; ".join(result.events)[:500] if result else ""])
+        with Path(out).open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["student", "assignment", "score", "max_score", "attempt", "flags", "events"])
+            w.writerows(sorted(rows))
+        return len(rows)
+
+
+def _read_hand_in(path: Path) -> NotebookJSON:
+    try:
+        nb = json.loads(path.read_text())
+        nbformat.from_dict(nb).cells  # noqa: B018 - must look like a notebook
+    except (ValueError, AttributeError):
+        return dict(EMPTY_NOTEBOOK)
+    return nb

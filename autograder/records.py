@@ -1,0 +1,176 @@
+"""The grader's records: what a grading job asks for and what grading found, as frozen dataclasses.
+
+A job travels from the instructor's machine to a worker (a thread here, a Ray task elsewhere) and
+a result travels back and into ``autograder/results/`` as JSON, so every record has ``to_dict``
+(JSON-ready: only dicts, lists, strings and numbers) and ``from_dict`` (its inverse). Notebooks
+travel as their JSON dicts, so a worker on another host needs no shared file system.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+#: A notebook as its JSON dict (what ``json.loads`` of an ``.ipynb`` gives).
+NotebookJSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may use; breaking a limit ends the cell and says which one in plain words."""
+
+    cell_s: float = 180.0             #: default per cell; cells whose grade_id ends in _slow get slow_cell_s
+    slow_cell_s: float = 600.0
+    submission_s: float = 1800.0      #: all notebooks of one submission together
+    output_bytes: int = 4_000_000     #: per cell: text and data the kernel may send
+    memory_bytes: int = 16 << 30      #: resident memory of the kernel's whole process tree
+    startup_s: float = 60.0
+    restarts: int = 3                 #: kernel restarts per notebook before the rest is given up
+
+    def with_overrides(self, **values: float | int | None) -> "Limits":
+        """These limits with the given fields replaced (``None`` keeps a field), each in its field's type."""
+        kinds = {f.name: type(getattr(self, f.name)) for f in fields(self)}
+        return replace(self, **{k: kinds[k](v) for k, v in values.items() if v is not None})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Limits":
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class NotebookParts:
+    """One notebook of an assignment as the grader needs it: the instructor's source (solutions and
+    hidden tests), the student release, and the student's hand-in (None: not handed in)."""
+
+    source: NotebookJSON
+    release: NotebookJSON
+    student: NotebookJSON | None
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "release": self.release, "student": self.student}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "NotebookParts":
+        return cls(data["source"], data["release"], data.get("student"))
+
+
+@dataclass(frozen=True)
+class GradeJob:
+    """Grade every notebook of one (student, assignment) hand-in on one GPU.
+
+    ``attempt`` is a digest of the hand-in (:func:`autograder.harness.store.attempt_id`);
+    ``gpu`` and ``worker`` are filled in by the scheduler that runs the job."""
+
+    student: str
+    assignment: str
+    attempt: str
+    notebooks: dict[str, NotebookParts]
+    limits: Limits = field(default_factory=Limits)
+    sandbox: bool = True
+    gpu: str | None = None
+    worker: str = ""
+    workdir: str | None = None        #: where the job's temporary folders go (None: the system's)
+
+    def on(self, gpu: str | None, worker: str) -> "GradeJob":
+        """This job placed on a GPU (None: no GPU) by the named worker."""
+        return replace(self, gpu=gpu, worker=worker)
+
+    def to_dict(self) -> dict:
+        return {"student": self.student, "assignment": self.assignment, "attempt": self.attempt,
+                "notebooks": {k: v.to_dict() for k, v in self.notebooks.items()}, "limits": self.limits.to_dict(),
+                "sandbox": self.sandbox, "gpu": self.gpu, "worker": self.worker, "workdir": self.workdir}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GradeJob":
+        return cls(data["student"], data["assignment"], data.get("attempt", ""),
+                   {k: NotebookParts.from_dict(v) for k, v in data["notebooks"].items()},
+                   Limits.from_dict(data.get("limits", {})), data.get("sandbox", True), data.get("gpu"),
+                   data.get("worker", ""), data.get("workdir"))
+
+
+@dataclass(frozen=True)
+class PublishedResult:
+    """A gemmlab result (``check_gemm``, ``bench_gemm``, ``performance_bar``) as the graded kernel
+    published it (``gemmlab.report``): its kind and its ``to_dict()``."""
+
+    kind: str
+    data: dict
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "data": self.data}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PublishedResult":
+        return cls(data["kind"], data["data"])
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """The verdict on one graded cell.
+
+    ``status``: passed, failed, timeout, died, output_limit, memory, not_run, tampered or manual;
+    ``score`` None means it is graded by hand. ``outputs`` are the cell's outputs fit for feedback
+    (no tracebacks, nothing quoting hidden tests); ``results`` the gemmlab results it published."""
+
+    notebook: str
+    grade_id: str
+    points: float
+    score: float | None
+    status: str
+    message: str                      #: plain words
+    seconds: float = 0.0
+    ename: str = ""
+    evalue: str = ""
+    outputs: tuple[dict, ...] = ()
+    results: tuple[PublishedResult, ...] = ()
+
+    def to_dict(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["outputs"] = list(self.outputs)
+        data["results"] = [r.to_dict() for r in self.results]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CellResult":
+        data = dict(data)
+        data["outputs"] = tuple(data.get("outputs", ()))
+        data["results"] = tuple(PublishedResult.from_dict(r) for r in data.get("results", ()))
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    """Everything the grader saw of one hand-in: per-cell verdicts, the score, events (restarts,
+    limits hit, tampering: plain words), flags (code for the instructor to review) and the notebooks
+    as they ran (name -> notebook JSON)."""
+
+    student: str
+    assignment: str
+    attempt: str
+    cells: tuple[CellResult, ...]
+    score: float
+    max_score: float
+    seconds: float
+    events: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    executed: dict[str, NotebookJSON] = field(default_factory=dict)
+    worker: str = ""
+
+    def to_dict(self) -> dict:
+        return {"student": self.student, "assignment": self.assignment, "attempt": self.attempt,
+                "cells": [c.to_dict() for c in self.cells], "score": self.score, "max_score": self.max_score,
+                "seconds": self.seconds, "events": list(self.events), "flags": list(self.flags),
+                "executed": self.executed, "worker": self.worker}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SubmissionResult":
+        return cls(data["student"], data["assignment"], data.get("attempt", ""),
+                   tuple(CellResult.from_dict(c) for c in data["cells"]), data["score"], data["max_score"],
+                   data["seconds"], tuple(data.get("events", ())), tuple(data.get("flags", ())),
+                   data.get("executed", {}), data.get("worker", ""))
+
+
+__all__ = ["CellResult", "GradeJob", "Limits", "NotebookJSON", "NotebookParts", "PublishedResult",
+           "SubmissionResult"]
