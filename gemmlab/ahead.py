@@ -1,38 +1,38 @@
-"""Compile the kernel variants a notebook will need in background processes, before it needs them.
+"""Compile the kernel variants a notebook will need in background worker processes, before it needs them.
 
 Why: a CuTe C++ kernel costs 10-20 s of NVRTC on one core, and a kernel cell is often built in
 several variants (element type, vector width): notebook 05's checks on odd shapes need eight.
 Compiled one after another when first called, they dominate a notebook's run and its grading.
-``compile_ahead`` starts them side by side in separate processes (NVRTC's C++ front end runs
-on one core), each storing its result in gemmlab's on-disk cache; ``gemmlab.compile`` of a
-variant still in flight waits for it instead of compiling it a second time. A background compile
-that fails stores nothing, so the foreground compile fails with the usual message.
+``compile_ahead`` runs them side by side in gemmlab's compiler workers (:mod:`gemmlab.compilation.worker`;
+NVRTC's C++ front end runs on one core), each result stored in the on-disk cache;
+``gemmlab.compile`` of a variant still in flight waits for it instead of compiling it a second
+time. A background compile that fails stores nothing, so the foreground compile fails with the
+usual message.
 
     gemmlab.compile_ahead(SOURCE, ["gemm<cute::half_t>", ("gemm<cute::half_t>", ["-DVEC=4"])], arch="sm_90a")
 
 ``GEMMLAB_COMPILE_JOBS`` sets how many run at once (default: half the CPU cores, at most 2, since
 one CuTe GEMM compile holds about 3 GB and a graded notebook may use 16 GiB in all; 0 turns
-compiling ahead off). Processes still running when Python exits are stopped.
+compiling ahead off). Each has the compile time limit (``GEMMLAB_COMPILE_TIMEOUT``); workers still
+running when Python exits are stopped.
 """
 from __future__ import annotations
 
-import atexit
-import json
 import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Sequence
+
+from .compilation import store, worker
+from .compilation.job import DEFAULT_FILENAME, DEFAULT_STD, CompileJob, check_arch, resolve_dirs
+from .errors import GemmlabError
 
 _LOCK = threading.Lock()
 _IN_FLIGHT: dict[str, threading.Event] = {}      # cache key -> set when its background compile ended
 _ENDED: set[str] = set()                         # keys whose background compile ended, not yet used
 _GENERATIONS: dict[str | None, int] = {}         # group -> number of its latest compile_ahead call
-_PROCS: set[subprocess.Popen] = set()
 _SLOTS: threading.Semaphore | None = None
 _SLOT_COUNT = 0
-_TIMEOUT_S = 900
 
 
 def jobs() -> int:
@@ -55,33 +55,31 @@ def _slots(count: int) -> threading.Semaphore:
 
 
 def compile_ahead(source: str, builds: Sequence[str | tuple[str, Sequence[str]]], arch: str | None = None,
-                  include_dirs: Sequence[str] = (), std: str = "c++17", filename: str | None = None,
+                  include_dirs: Sequence[str | Path] = (), std: str = DEFAULT_STD, filename: str | None = None,
                   group: str | None = None) -> int:
     """Start compiling each build (a kernel name, or ``(name, options)``) of ``source`` in the
     background; returns how many were queued (those cached or already in flight are skipped).
     A later call with the same ``group`` (a cell re-run after an edit) drops this call's builds
     that have not started yet."""
-    from . import compiler
-
     count = jobs()
     if count == 0:
         return 0
-    arch = compiler._check_arch(arch)
-    filename = filename or compiler.DEFAULT_FILENAME
+    arch = check_arch(arch)
+    dirs = resolve_dirs(include_dirs)
     slots = _slots(count)
     with _LOCK:
         generation = _GENERATIONS[group] = _GENERATIONS.get(group, 0) + 1
     started = 0
     for build in builds:
         name, options = (build, ()) if isinstance(build, str) else (build[0], tuple(build[1]))
-        key = compiler.cache_key(source, name, arch, options, include_dirs, std, filename)
+        job = CompileJob(source, name.strip(), arch, tuple(str(o) for o in options), dirs, std,
+                         filename or DEFAULT_FILENAME)
+        key = store.key(job)
         with _LOCK:
             if key in _IN_FLIGHT:
                 continue
-        if compiler.is_cached(key):
+        if store.contains(key):
             continue
-        job = {"source": source, "name": name, "arch": arch, "options": list(options),
-               "include_dirs": list(include_dirs), "std": std, "filename": filename}
         done = threading.Event()
         with _LOCK:
             _IN_FLIGHT[key] = done
@@ -91,8 +89,9 @@ def compile_ahead(source: str, builds: Sequence[str | tuple[str, Sequence[str]]]
     return started
 
 
-def wait_for(key: str, timeout_s: float = _TIMEOUT_S) -> bool:
-    """If a background compile of ``key`` is in flight, wait until it ends; whether there was one."""
+def wait_for(key: str, timeout_s: float) -> bool:
+    """If a background compile of ``key`` is in flight, wait until it ends (at most ``timeout_s``);
+    whether there was one."""
     with _LOCK:
         done = _IN_FLIGHT.get(key)
     if done is None:
@@ -101,9 +100,15 @@ def wait_for(key: str, timeout_s: float = _TIMEOUT_S) -> bool:
     return True
 
 
+def in_flight() -> int:
+    """How many background compiles are queued or running."""
+    with _LOCK:
+        return len(_IN_FLIGHT)
+
+
 def take_background(key: str) -> bool:
-    """Whether ``key`` was compiled by a background process of this one and not yet used (then
-    forget it): such a compile's warnings went to a process no one reads, so its first user repeats them."""
+    """Whether ``key`` was compiled in the background for this process and not yet used (then forget it):
+    no one saw that compile's warnings, so its first user repeats them."""
     with _LOCK:
         if key in _ENDED:
             _ENDED.discard(key)
@@ -116,59 +121,17 @@ def _superseded(group: str | None, generation: int) -> bool:
         return group is not None and _GENERATIONS.get(group, 0) != generation
 
 
-def _run(key: str, job: dict, done: threading.Event, slots: threading.Semaphore, group: str | None,
+def _run(key: str, job: CompileJob, done: threading.Event, slots: threading.Semaphore, group: str | None,
          generation: int) -> None:
     try:
         with slots:
             if _superseded(group, generation):
                 return
-            env = dict(os.environ, GEMMLAB_COMPILE_JOBS="0")
-            proc = subprocess.Popen([sys.executable, "-m", "gemmlab.ahead"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                    cwd=str(Path(__file__).resolve().parents[1]))
-            with _LOCK:
-                _PROCS.add(proc)
-            try:
-                proc.communicate(json.dumps(job).encode(), timeout=_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            finally:
-                with _LOCK:
-                    _PROCS.discard(proc)
-    except OSError:
-        pass  # could not start a process: the foreground compile does the work
+            store.save(key, worker.run(job))
+    except GemmlabError:
+        pass  # nothing stored: the foreground compile reports it with the usual message
     finally:
         with _LOCK:
             _IN_FLIGHT.pop(key, None)
             _ENDED.add(key)
         done.set()
-
-
-@atexit.register
-def _stop_all() -> None:
-    with _LOCK:
-        procs = list(_PROCS)
-    for proc in procs:
-        try:
-            proc.kill()
-        except OSError:
-            pass
-
-
-def _main() -> int:
-    """Worker: compile one job read as JSON from stdin into the cache; errors stay with the foreground."""
-    from . import compiler
-    from .errors import GemmlabError
-
-    job = json.loads(sys.stdin.read())
-    try:
-        compiler.compile_to(job["source"], job["name"], job["arch"], job["options"], job["include_dirs"],
-                            True, job["std"], job["filename"])
-    except GemmlabError:
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main())

@@ -137,7 +137,7 @@ def _nvrtc() -> list[Row]:
         major, minor = toolchain.nvrtc_version()
     except GemmlabError as exc:
         return [Row("NVRTC", "fail", str(exc), f"pip install {toolchain.NVRTC_PIP}")]
-    rows = [Row("NVRTC", "ok", f"{major}.{minor} (wheel {toolchain._dist_version('nvidia-cuda-nvrtc') or 'none: CUDA toolkit'})")]
+    rows = [Row("NVRTC", "ok", f"{major}.{minor} (wheel {toolchain.dist_version('nvidia-cuda-nvrtc') or 'none: CUDA toolkit'})")]
     try:
         from .compiler import compile_to
 

@@ -147,8 +147,3 @@ def parse(log: str, ptx: str, lowered_name: str) -> Resources:
         barriers=_number(r"used (\d+) barriers", block),
     )
 
-
-def strip_report(log: str) -> str:
-    """The log without ptxas's resource report, leaving only what a student should read (warnings)."""
-    kept = [line for line in log.splitlines() if not line.startswith("ptxas")]
-    return "\n".join(kept).strip()

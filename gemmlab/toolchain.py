@@ -53,9 +53,12 @@ def _import_torch_first() -> None:
         pass
 
 
-@functools.lru_cache(maxsize=1)
-def nvrtc():
-    """The ``cuda.bindings.nvrtc`` module with libnvrtc loaded, or a ToolchainError saying what to install."""
+@functools.lru_cache(maxsize=2)
+def nvrtc(torch_first: bool = True):
+    """The ``cuda.bindings.nvrtc`` module with libnvrtc loaded, or a ToolchainError saying what to install.
+
+    ``torch_first=False`` only in a process that will never import torch (gemmlab's compiler workers):
+    importing torch costs seconds of CPU, which every cold compile would pay."""
     try:
         from cuda.bindings import nvrtc as module
     except ImportError as exc:
@@ -63,7 +66,8 @@ def nvrtc():
             f"cuda-python (cuda.bindings) is not installed, so kernels cannot be compiled. "
             f"Install it: pip install '{BINDINGS_PIP}'"
         ) from exc
-    _import_torch_first()
+    if torch_first:
+        _import_torch_first()
     try:
         _pathfinder().load_nvidia_dynamic_lib("nvrtc")
         err, _major, _minor = module.nvrtcVersion()
@@ -222,7 +226,7 @@ def cutlass_version() -> str | None:
         return None
     parts = [_define(header, f"CUTLASS_{p}") for p in ("MAJOR", "MINOR", "PATCH")]
     if None in parts:
-        return _dist_version("nvidia-cutlass")
+        return dist_version("nvidia-cutlass")
     return ".".join(str(p) for p in parts)
 
 
@@ -246,7 +250,8 @@ def _installed() -> dict[str, str]:
 _DIST_INFO = re.compile(r"^([A-Za-z0-9_.]+?)-([0-9][^-]*?)\.dist-info$")
 
 
-def _dist_version(dist: str) -> str | None:
+def dist_version(dist: str) -> str | None:
+    """The installed version of distribution ``dist`` (e.g. "nvidia-cuda-nvrtc"), None if absent."""
     fast = _installed().get(dist.lower().replace("_", "-"))
     if fast:
         return fast
@@ -279,10 +284,10 @@ def versions() -> dict[str, str | None]:
         nvrtc_v = None
     return {
         "nvrtc": nvrtc_v,
-        "nvrtc_wheel": _dist_version("nvidia-cuda-nvrtc"),
+        "nvrtc_wheel": dist_version("nvidia-cuda-nvrtc"),
         "cutlass": cutlass_version(),
         "cccl": cccl_version(),
-        "cuda_bindings": _dist_version("cuda-bindings") or _dist_version("cuda-python"),
+        "cuda_bindings": dist_version("cuda-bindings") or dist_version("cuda-python"),
     }
 
 
@@ -295,12 +300,12 @@ def fingerprint() -> dict[str, str | None]:
     of a wheel does this fall back to asking the library and the headers.
     """
     found = {
-        "nvrtc": _dist_version("nvidia-cuda-nvrtc"),
-        "cccl": _dist_version("nvidia-cuda-cccl"),
-        "cutlass": _dist_version("nvidia-cutlass"),
-        "runtime": _dist_version("nvidia-cuda-runtime"),
-        "crt": _dist_version("nvidia-cuda-crt"),
-        "cuda_bindings": _dist_version("cuda-bindings") or _dist_version("cuda-python"),
+        "nvrtc": dist_version("nvidia-cuda-nvrtc"),
+        "cccl": dist_version("nvidia-cuda-cccl"),
+        "cutlass": dist_version("nvidia-cutlass"),
+        "runtime": dist_version("nvidia-cuda-runtime"),
+        "crt": dist_version("nvidia-cuda-crt"),
+        "cuda_bindings": dist_version("cuda-bindings") or dist_version("cuda-python"),
     }
     if found["nvrtc"] is None or found["cccl"] is None or found["cutlass"] is None:
         slow = versions()

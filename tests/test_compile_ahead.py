@@ -11,6 +11,8 @@ import pytest
 
 import gemmlab
 from gemmlab import ahead, compiler
+from gemmlab.compilation import store
+from gemmlab.compilation.job import CompileJob
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = r"""
@@ -59,11 +61,11 @@ def test_bad_arch_is_refused_before_anything_starts() -> None:
 def test_background_compiles_stop_when_python_exits(tmp_path) -> None:
     probe = (
         "import time, gemmlab\n"
-        "from gemmlab import ahead\n"
+        "from gemmlab.compilation import worker\n"
         "src = '#include <cute/tensor.hpp>\\n' + " + repr(SRC) + "\n"
         "gemmlab.compile_ahead(src, [('fill<%d>' % i, ['-DEXTRA=1']) for i in range(2)], arch='sm_90a')\n"
-        "while len(ahead._PROCS) < 2:\n    time.sleep(0.05)\n"
-        "print(' '.join(str(p.pid) for p in ahead._PROCS), flush=True)\n")
+        "while len(worker.pids()) < 2:\n    time.sleep(0.05)\n"
+        "print(' '.join(str(p) for p in worker.pids()), flush=True)\n")
     env = dict(os.environ, GEMMLAB_CACHE=str(tmp_path / "c"), GEMMLAB_COMPILE_JOBS="2")
     t0 = time.monotonic()
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
@@ -88,9 +90,9 @@ def test_a_rerun_of_the_same_group_drops_builds_not_started(monkeypatch) -> None
     assert gemmlab.compile_ahead(SRC, [("fill<9>", ["-DEXTRA=1"])], arch="sm_90a", group="cell") == 1
     assert compiler.compile_to(SRC, "fill<9>", "sm_90a", ["-DEXTRA=1"]).cached
     deadline = time.monotonic() + 60
-    while ahead._IN_FLIGHT and time.monotonic() < deadline:
+    while ahead.in_flight() and time.monotonic() < deadline:
         time.sleep(0.05)
-    built = [compiler.is_cached(compiler.cache_key(SRC, n, "sm_90a", o, (), "c++17", "kernel.cu")) for n, o in old]
+    built = [store.contains(store.key(CompileJob(SRC, n, "sm_90a", tuple(o)))) for n, o in old]
     assert sum(built) <= 1        # at most the one already running when the cell ran again; the queued rest dropped
 
 

@@ -12,64 +12,14 @@ count. Spills are not recorded in a cubin: the caller counts them in the SASS
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
+from ..compilation.elf import by_name, section_size
 from ..resources import Resources, max_threads_for_registers, max_threads_from_ptx
 
 _EIATTR_FRAME_SIZE = 0x11
 _EIATTR_REGCOUNT = 0x2F
 _EIATTR_NUM_BARRIERS = 0x4C
 _SHF_BARRIERS_SHIFT = 20
-
-
-@dataclass(frozen=True)
-class Section:
-    name: str
-    type: int
-    flags: int
-    info: int
-    size: int  # from the header: NOBITS sections (shared memory) have a size but no bytes
-    data: bytes
-
-
-_SHT_NOBITS = 8
-
-
-def sections(elf: bytes) -> list[Section]:
-    """All sections of a 64-bit little-endian ELF (what every CUDA cubin is)."""
-    if elf[:4] != b"\x7fELF" or elf[4] != 2:
-        raise ValueError("not a 64-bit ELF cubin")
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
-    raw = [struct.unpack_from("<IIQQQQII", elf, shoff + i * shentsize) for i in range(shnum)]
-    str_off, str_size = raw[shstrndx][4], raw[shstrndx][5]
-    names = elf[str_off:str_off + str_size]
-
-    def name_at(i: int) -> str:
-        return names[i:names.index(b"\0", i)].decode(errors="replace")
-
-    return [
-        Section(name_at(name), stype, flags, info, size, b"" if stype == _SHT_NOBITS else elf[offset:offset + size])
-        for name, stype, flags, _addr, offset, size, _link, info in raw
-    ]
-
-
-def _size(section: Section) -> int:
-    return section.size
-
-
-def _sized(secs: dict[str, Section], name: str) -> int:
-    """Size of section ``name``, 0 if the cubin has none."""
-    return _size(secs[name]) if name in secs else 0
-
-
-def constant_bank_bytes(elf: bytes, kernel: str) -> int:
-    """Size of ``kernel``'s constant bank 0 (its parameters and the driver's words), 0 if absent."""
-    return _sized({s.name: s for s in sections(elf)}, f".nv.constant0.{kernel}")
-
-
-def kernel_names(elf: bytes) -> list[str]:
-    return [s.name[len(".text."):] for s in sections(elf) if s.name.startswith(".text.")]
 
 
 def _nv_info_records(data: bytes) -> list[tuple[int, bytes]]:
@@ -110,7 +60,7 @@ def resources(cubin: bytes, ptx: str = "", kernel: str | None = None,
     """(kernel name, Resources) of ``kernel`` (default: the first kernel in the cubin).
 
     ``spills``: (store, load) bytes of register spills, which the cubin does not record."""
-    secs = {s.name: s for s in sections(cubin)}
+    secs = by_name(cubin)
     names = [n[len(".text."):] for n in secs if n.startswith(".text.")]
     if not names:
         raise ValueError("the cubin holds no kernel")
@@ -119,8 +69,8 @@ def resources(cubin: bytes, ptx: str = "", kernel: str | None = None,
     symbol = text.info & 0xFFFFFF  # low bits: the function's symbol; old cubins keep registers on top
     glob = secs[".nv.info"].data if ".nv.info" in secs else b""
     registers = _per_symbol(glob, _EIATTR_REGCOUNT, symbol) or (text.info >> 24) & 0xFF
-    smem = _sized(secs, f".nv.shared.{name}")
-    const = _sized(secs, f".nv.constant0.{name}")
+    smem = section_size(secs, f".nv.shared.{name}")
+    const = section_size(secs, f".nv.constant0.{name}")
     frame = _per_symbol(glob, _EIATTR_FRAME_SIZE, symbol) or 0
     own = secs[f".nv.info.{name}"].data if f".nv.info.{name}" in secs else b""
     # Newer ptxas records the named-barrier count as an attribute, older ones in the text section's flags.
