@@ -1,0 +1,127 @@
+"""gemmlab.nbhelpers: the setup call, the option builds and the checks the course notebooks share."""
+from __future__ import annotations
+
+import types
+import warnings
+
+import pytest
+import torch
+
+import gemmlab
+from gemmlab import nbhelpers as nbh
+from gemmlab.errors import GemmlabError
+
+
+def test_setup_silences_warnings_and_says_what_this_machine_does(capsys, monkeypatch) -> None:
+    monkeypatch.setattr(nbh, "has_gpu", lambda: False)
+    with warnings.catch_warnings():
+        gpu, arch = nbh.setup()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.warn("a library warning")
+        assert not caught, "setup() must keep warnings off stderr (they cost graded points)"
+    assert (gpu, arch) == (False, nbh.FALLBACK_ARCH)
+    assert "GPU usable: False; kernels compile for sm_90a" in capsys.readouterr().out
+
+
+def test_every_public_name_is_listed_and_exists() -> None:
+    assert all(hasattr(nbh, name) for name in nbh.__all__)
+    assert not [n for n in nbh.__all__ if n.startswith("_")]
+    assert {"setup", "show", "gemm_operands", "check_padded", "build_option", "require_correct"} <= set(nbh.__all__)
+
+
+def _tensors(M: int, N: int, K: int, dtype=torch.float16) -> tuple:
+    return torch.zeros(M, K, dtype=dtype), torch.zeros(K, N, dtype=dtype), torch.zeros(M, N, dtype=dtype)
+
+
+def test_gemm_operands_returns_the_shape_or_says_what_breaks_the_contract() -> None:
+    assert nbh.gemm_operands(*_tensors(3, 5, 7)) == (3, 5, 7)
+    A, B, C = _tensors(3, 5, 7)
+    with pytest.raises(gemmlab.LaunchError, match="shapes do not fit"):
+        nbh.gemm_operands(A, B, C.t())
+    with pytest.raises(gemmlab.LaunchError, match="must all be float16, got"):
+        nbh.gemm_operands(*_tensors(3, 5, 7, torch.float32))
+    with pytest.raises(gemmlab.LaunchError, match="float16 or bfloat16"):
+        nbh.gemm_operands(*_tensors(3, 5, 7, torch.float32), dtypes=(torch.float16, torch.bfloat16))
+    assert nbh.gemm_operands(*_tensors(3, 5, 7, torch.bfloat16), dtypes=(torch.float16, torch.bfloat16)) == (3, 5, 7)
+    with pytest.raises(gemmlab.LaunchError, match="row-major"):
+        nbh.gemm_operands(torch.zeros(7, 3, dtype=torch.float16).t(), B, C)
+    with pytest.raises(gemmlab.LaunchError, match="at least 1"):
+        nbh.gemm_operands(*_tensors(0, 5, 7))
+    with pytest.raises(gemmlab.LaunchError, match="2-D"):
+        nbh.gemm_operands(A[0], B, C)
+
+
+def test_build_option_reports_instead_of_raising(capsys) -> None:
+    def fn() -> None:
+        pass
+
+    assert nbh.build_option("A", fn, build=lambda: 1 / 0, todo="GEMM_SRC") is None
+    assert "Option A not built: GEMM_SRC still holds" in capsys.readouterr().out
+
+    def failing() -> None:
+        raise gemmlab.CompileError("line 3: expected ';'")
+
+    assert nbh.build_option("B", fn, build=failing) is None
+    out = capsys.readouterr().out
+    assert "Option B did not compile (fine if you do option A)" in out and "expected ';'" in out
+
+    kernel = types.SimpleNamespace(resources="42 registers")
+    assert nbh.build_option("A", fn, build=lambda: kernel) is fn
+    assert "42 registers" in capsys.readouterr().out
+
+
+def test_built_options_names_what_built_and_fails_like_an_assert_when_nothing_did() -> None:
+    def cpp() -> None:
+        pass
+
+    assert nbh.available_options(None, None) == {}
+    assert nbh.built_options("a GEMM kernel", cpp, None) == {"C++ (option A)": cpp}
+    with pytest.raises(AssertionError, match="Neither option built a GEMM kernel") as err:
+        nbh.built_options("a GEMM kernel", None, None)
+    assert isinstance(err.value, GemmlabError)
+
+
+def test_require_correct_passes_the_check_through_and_fails_with_the_table_and_hint(monkeypatch, capsys) -> None:
+    calls = []
+
+    class FakeResult:
+        def __init__(self, passed: bool) -> None:
+            self.passed = passed
+
+        def __str__(self) -> str:
+            return "THE TABLE"
+
+    def fake_check(fn, shapes=None, **kwargs):
+        calls.append((shapes, kwargs))
+        return FakeResult(kwargs.get("dtype") != "bad")
+
+    monkeypatch.setattr(gemmlab, "check_gemm", fake_check)
+    assert nbh.require_correct(print, "mine", "odd", dtype="good", tile=(64, 64)).passed
+    assert calls[-1] == ("odd", {"dtype": "good", "tile": (64, 64)})
+    with pytest.raises(nbh.CheckFailed, match=r"(?s)mine is wrong.*THE TABLE.*look at the barriers"):
+        nbh.require_correct(print, "mine", dtype="bad", hint="look at the barriers")
+    nbh.require_correct_nn(print, "rung 1", [(1, 2, 3)], beta=0.0)
+    shapes, kwargs = calls[-1]
+    assert shapes == [(1, 2, 3)] and kwargs["convention"] == "nn" and kwargs["beta"] == 0.0
+    assert kwargs["alpha"] in (1.0, 0.75, -1.5)
+    assert "rung 1: THE TABLE" in capsys.readouterr().out
+
+
+def _nn_gemm(A, B, C, alpha, beta) -> None:
+    C.copy_((alpha * (A.float() @ B.float()) + beta * C.float()).half())
+
+
+@pytest.mark.gpu
+def test_nn_checks_pass_a_right_gemm_and_catch_the_classic_mistakes() -> None:
+    nbh.check_padded(_nn_gemm, "torch", 129, 257, 77, 3)
+    nbh.check_beta_zero(lambda A, B, C, a, b: _nn_gemm(A, B, C.zero_() if b == 0 else C, a, b), "torch", 65, 33, 17)
+
+    def ignores_pitch(A, B, C, alpha, beta):
+        packed = C.contiguous()
+        _nn_gemm(A.contiguous(), B.contiguous(), packed, alpha, beta)
+        torch.as_strided(C, (packed.numel(),), (1,)).copy_(packed.view(-1))   # rows written back to back
+
+    with pytest.raises(nbh.CheckFailed, match="rows padded by 8"):
+        nbh.check_padded(ignores_pitch, "packed", 64, 48, 32, 8)
+    with pytest.raises(nbh.CheckFailed, match="do not read C when beta == 0"):
+        nbh.check_beta_zero(_nn_gemm, "reads C", 64, 48, 32)
