@@ -60,7 +60,7 @@ class Ceilings:
 def _measure(device_name: str) -> Ceilings:
     import torch
 
-    from .bench import time_cuda
+    from .timing import time_cuda
 
     dev = torch.device("cuda", torch.cuda.current_device())
     n = _COPY_BYTES // 4

@@ -39,34 +39,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import GemmlabError, KernelTimeoutError
+from .runtime.faults import cuda_error_name
 
 #: Seconds a job may run before it is killed.
 DEFAULT_TIMEOUT_S = 120.0
-
-# What a child's error text says -> the short name of the CUDA error we report. Driver-API,
-# runtime-API and torch spellings of the same errors; first match wins.
-_CUDA_ERRORS: tuple[tuple[str, str], ...] = (
-    ("misaligned address", "misaligned address"),
-    ("MISALIGNED_ADDRESS", "misaligned address"),
-    ("MisalignedAddress", "misaligned address"),
-    ("illegal memory access", "illegal memory access"),
-    ("ILLEGAL_ADDRESS", "illegal memory access"),
-    ("IllegalAddress", "illegal memory access"),
-    ("illegal instruction", "illegal instruction"),
-    ("ILLEGAL_INSTRUCTION", "illegal instruction"),
-    ("IllegalInstruction", "illegal instruction"),
-    ("device-side assert", "device-side assert"),
-    ("CUDA_ERROR_ASSERT", "device-side assert"),
-    ("cudaErrorAssert", "device-side assert"),
-    ("unspecified launch failure", "unspecified launch failure"),
-    ("LAUNCH_FAILED", "unspecified launch failure"),
-    ("LaunchFailure", "unspecified launch failure"),
-    ("hardware stack error", "hardware stack error"),
-    ("HARDWARE_STACK_ERROR", "hardware stack error"),
-    ("invalid program counter", "invalid program counter"),
-    ("out of memory", "out of memory"),
-)
-
 
 class IsolatedJobError(GemmlabError):
     """The isolated job failed. Your process's CUDA context is unaffected.
@@ -86,14 +62,6 @@ class IsolatedJobError(GemmlabError):
         self.child_traceback = child_traceback
         self.returncode = returncode
         self.stderr = stderr
-
-
-def cuda_error_name(text: str) -> str | None:
-    """The CUDA error a message talks about ("misaligned address", ...), or None."""
-    for fragment, name in _CUDA_ERRORS:
-        if fragment in text:
-            return name
-    return None
 
 
 def _tail(text: str, lines: int = 15) -> str:
@@ -288,4 +256,6 @@ def export_module(name: str, objects: list[Any], constants: dict[str, Any] | Non
     return str(out)
 
 
+#: ``cuda_error_name`` is gemmlab.runtime.faults's, named here too because ``IsolatedJobError.cuda_error``
+#: holds what it returns.
 __all__ = ["IsolatedJobError", "cuda_error_name", "export_module", "run_isolated"]

@@ -11,14 +11,13 @@ cuBLAS's throughput at 4096³.
 """
 from __future__ import annotations
 
-import base64
 import html
-import io
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import bench as _bench
 from .errors import GemmlabError
+from .figures import figure_img_tag
 from .gpu import require_gpu
 
 
@@ -35,8 +34,17 @@ _DEFAULT_HINT = ("check first that it is correct (check_gemm), then that it uses
 class PerfBarResult:
     """The verdict of :func:`performance_bar`; displays as a table and a roofline."""
 
-    bench: Any  # gemmlab.bench.BenchResult
+    bench: _bench.BenchResult
     min_ratio: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: the timing (``BenchResult.to_dict``), the bar and the verdict."""
+        return {"bench": self.bench.to_dict(), "min_ratio": self.min_ratio, "passed": self.passed}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PerfBarResult":
+        """The result :meth:`to_dict` wrote (``passed`` is recomputed)."""
+        return cls(_bench.BenchResult.from_dict(data["bench"]), float(data["min_ratio"]))
 
     @property
     def ratio(self) -> float:
@@ -105,10 +113,7 @@ class PerfBarResult:
             fig = self.show()
         except GemmlabError as err:  # no ceilings here (e.g. no GPU to measure them): the table alone
             return text + f"<p><i>no roofline: {html.escape(str(err).splitlines()[0])}</i></p>"
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", bbox_inches="tight", dpi=90)
-        data = base64.b64encode(buf.getvalue()).decode()
-        return text + f"<img alt='roofline: your kernel and cuBLAS' src='data:image/png;base64,{data}'/>"
+        return text + figure_img_tag(fig, "roofline: your kernel and cuBLAS")
 
 
 def performance_bar(fn: Callable[..., Any], min_ratio: float, shape: tuple[int, int, int] = (4096, 4096, 4096),

@@ -8,7 +8,8 @@ import time
 import pytest
 
 import gemmlab
-from gemmlab.isolate import IsolatedJobError, cuda_error_name, run_isolated
+from gemmlab.isolate import IsolatedJobError, run_isolated
+from gemmlab.runtime.faults import cuda_error_name
 
 
 def test_source_job_returns_result_and_sees_args():

@@ -7,6 +7,7 @@ cost a dictionary lookup instead of a compile.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import shutil
 import subprocess
@@ -22,6 +23,10 @@ from .. import cache as _cache
 from ..errors import CompileError, GemmlabError, KernelError, LaunchError, ToolchainError
 from ..gpu import current_arch, require_gpu
 from ..resources import Resources
+from ..runtime import faults
+from ..runtime.device import torch_device
+from ..runtime.printf import forward_device_printf, uses_printf
+from ..runtime.streams import default_stream_joined, synchronize
 from ..timing_lock import compiling
 from . import convert
 from .cubin import resources as cubin_resources
@@ -30,11 +35,7 @@ from .errors import headline, to_compile_error
 from .launch_messages import first_launch
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_120a")
-_MAX_DEPTH = 3
-#: The DSL reports CUDA failures with runtime-API names (cudaErrorIllegalAddress...); these
-#: ones leave the context unusable, like their driver-API twins in gemmlab.kernel.
-_STICKY_RUNTIME = ("IllegalAddress", "MisalignedAddress", "LaunchFailure", "IllegalInstruction",
-                   "HardwareStackError", "InvalidPc", "cudaErrorAssert", "EccUncorrectable")  # how far to follow functions a jit function calls when hashing its source
+_MAX_DEPTH = 3  # how far to follow functions a jit function calls when hashing its source
 
 
 # ----------------------------------------------------------------- source key
@@ -262,11 +263,12 @@ class DslKernel:
     # -- run
 
     def __call__(self, *args: Any) -> None:
+        """Run on torch's current stream (passed as the ``stream`` parameter; a function without one
+        launches on CUDA's default stream, which is then joined to the current one). A kernel that
+        calls ``cute.printf`` is waited for, so its output shows in the cell."""
         require_gpu(f"Running the DSL kernel `{self.name}`")
-        from .. import kernel as _kernel
-
-        _kernel._raise_if_lost()
-        _kernel._torch_device()  # torch owns the CUDA context; the DSL loads its module into it
+        faults.raise_if_lost()
+        torch_device()  # torch owns the CUDA context; the DSL loads its module into it
         arch = current_arch()  # a cubin for another arch would not load on this GPU
         variant, sig, values = self._variant(args, arch, need_cuda=True)
         runtime = convert.runtime_args(sig, values)
@@ -275,14 +277,16 @@ class DslKernel:
             names = [p.name for p, s in zip(self._params, sig) if not getattr(s, "constexpr", False)]
             call_kwargs = dict(zip(names, runtime))
         run = (lambda: variant.compiled(**call_kwargs)) if call_kwargs is not None else (lambda: variant.compiled(*runtime))
+        takes_stream = any(p.is_stream for p in self._params)
         try:
-            if variant.launched:
-                status = run()
-            else:
-                # The DSL prints (to C's stdout) its complaint about too much shared memory, then skips
-                # the launch or fails it: the first launch of each variant raises that complaint instead.
-                status = first_launch(run, self.name)
-                variant.launched = True
+            with contextlib.nullcontext() if takes_stream else default_stream_joined():
+                if variant.launched:
+                    status = run()
+                else:
+                    # The DSL prints (to C's stdout) its complaint about too much shared memory, then skips
+                    # the launch or fails it: the first launch of each variant raises that complaint instead.
+                    status = first_launch(run, self.name)
+                    variant.launched = True
         except GemmlabError:
             raise
         except Exception as exc:
@@ -291,19 +295,17 @@ class DslKernel:
             from cuda.bindings import driver
 
             try:
-                raise _kernel.error_for(driver.CUresult(status), f"DSL kernel `{self.name}`")
+                raise faults.error_for(driver.CUresult(status), f"DSL kernel `{self.name}`")
             except ValueError:
                 raise KernelError(f"DSL kernel `{self.name}` returned CUDA error code {status}.") from None
+        if uses_printf(variant.ptx):
+            forward_device_printf(lambda: synchronize(what=f"DSL kernel `{self.name}`"))
 
     def _launch_error(self, exc: BaseException) -> GemmlabError:
-        from .. import kernel as _kernel
-
-        text = headline(exc)
-        raw = str(exc)
-        if (any(s in raw for s in _kernel._STICKY_TORCH) or any(n in raw for n in _kernel._STICKY)
-                or any(s in raw for s in _STICKY_RUNTIME)):
-            return _kernel._mark_lost(f"DSL kernel `{self.name}` failed: {text}")
-        return KernelError(f"DSL kernel `{self.name}` failed to launch: {text}")
+        fault = faults.classify(str(exc))
+        if fault is not None and fault.context_lost:
+            return faults.mark_lost(f"DSL kernel `{self.name}` failed: {headline(exc)}")
+        return KernelError(f"DSL kernel `{self.name}` failed to launch: {headline(exc)}")
 
     # -- what the course shows
 

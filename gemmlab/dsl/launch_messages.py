@@ -10,14 +10,12 @@ instead; everything captured is printed on as before, so no output is lost.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import re
-import sys
-import tempfile
 from typing import Callable, Iterator, TypeVar
 
 from ..errors import LaunchError
+from ..runtime.printf import captured_fd_output
 
 T = TypeVar("T")
 
@@ -32,27 +30,13 @@ def captured_c_stdout() -> Iterator[list[str]]:
     """Collect what is written to file descriptor 1 (C's stdout) inside the block into the yielded
     list (one string, after the block), then write it on to the real stdout."""
     collected: list[str] = []
-    libc = ctypes.CDLL(None)
     try:
-        sys.stdout.flush()
-        libc.fflush(None)
-        saved = os.dup(1)
-    except (OSError, ValueError, AttributeError):  # no usable fd 1 (closed or redirected oddly): run uncaptured
-        yield collected
-        return
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 1)
-        try:
+        with captured_fd_output(1) as collected:
             yield collected
-        finally:
-            libc.fflush(None)
-            os.dup2(saved, 1)
-            os.close(saved)
-            sink.seek(0)
-            text = sink.read().decode("utf-8", errors="replace")
-            collected.append(text)
-            if text:
-                os.write(1, text.encode("utf-8"))
+    finally:
+        text = "".join(collected)
+        if text:
+            os.write(1, text.encode("utf-8"))
 
 
 def launch_error(printed: str, name: str) -> LaunchError | None:
