@@ -63,3 +63,21 @@ def test_functions_from_cells_have_source(fake_solutions, tmp_path):
     ns = solution_cells.load_namespace(fake_solutions, ["kernel:f"])
     assert ns["twice"](21) == 42
     assert inspect.getsource(ns["twice"]).startswith("def twice(v):")
+
+
+def test_a_kernel_cut_into_steps_is_its_cells_joined_in_notebook_order(fake_solutions, tmp_path):
+    nb_path = tmp_path / "99_fake" / "99_fake.ipynb"
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.cells += [
+        nbformat.v4.new_code_cell("SRC = 'head '", metadata={"tags": ["kernel-part:k"]}),
+        nbformat.v4.new_code_cell("SRC += 'loop '", metadata={"tags": ["kernel:k"]}),
+        nbformat.v4.new_code_cell("SRC += 'tail'", metadata={"tags": ["kernel-part:k"]}),
+        nbformat.v4.new_code_cell("SRC = 'another kernel'", metadata={"tags": ["kernel-part:other"]}),
+    ]
+    nbformat.write(nb, nb_path)
+    assert solution_cells.cell_source(fake_solutions, "kernel:k") == "SRC = 'head '\n\nSRC += 'loop '\n\nSRC += 'tail'"
+    assert solution_cells.load_namespace(fake_solutions, ["kernel:k"])["SRC"] == "head loop tail"
+    edited = solution_cells.load_namespace(fake_solutions, ["kernel:k"], {"kernel:k": "SRC = 'edited'"})
+    assert edited["SRC"] == "edited"
+    with pytest.raises(solution_cells.SolutionCellError, match="found no cell"):
+        solution_cells.cell_source(fake_solutions, "kernel:other")   # parts alone are no kernel

@@ -9,9 +9,9 @@ Why: a tuning run (benchmarks/sweep.py) finds a better configuration by changing
 memory; this writes the same change into the notebook, so the kernel the GPU tests then run is
 the one that will be committed (run it on the GPU machine and here with the same arguments).
 
-The cell is the one tagged ``kernel:<name>``. A setting is changed where the cell assigns it:
-a keyword of the cell's ``*_CONFIG = dict(...)`` line (added there when that dict inherits it
-from another config), or a module-level constant (``KEY = 3`` or ``A, KEY = 1, 3``).
+The cell is the one tagged ``kernel:<name>`` or one of its ``kernel-part:<name>`` cells. A setting
+is changed where the cell assigns it: a keyword of the cell's ``*_CONFIG = dict(...)`` line (added
+there when that dict inherits it from another config), or a module-level constant (``KEY = 3`` or ``A, KEY = 1, 3``).
 """
 from __future__ import annotations
 
@@ -88,15 +88,25 @@ def assignment_of(kernel: str) -> str:
 
 
 def apply(kernel: str, changes: dict[str, int]) -> Path:
-    """Write ``changes`` into the ``kernel:<kernel>`` cell of its solutions notebook; return the path."""
+    """Write ``changes`` into the cells of ``kernel:<kernel>`` (the kernel's own cell and its
+    ``kernel-part:`` cells: each setting where one of them assigns it); return the notebook's path."""
     import solution_cells
 
-    path = solution_cells.notebook_path(assignment_of(kernel))
+    assignment = assignment_of(kernel)
+    path = solution_cells.notebook_path(assignment)
+    try:
+        indices = solution_cells.cell_indices(assignment, f"kernel:{kernel}")
+    except solution_cells.SolutionCellError as err:
+        raise ConfigEditError(str(err)) from None
     nb = nbformat.read(path, as_version=4)
-    cells = [c for c in nb.cells if c.cell_type == "code" and f"kernel:{kernel}" in c.get("metadata", {}).get("tags", [])]
-    if len(cells) != 1:
-        raise ConfigEditError(f"{path.name}: expected one cell tagged kernel:{kernel}, found {len(cells)}")
-    cells[0].source = set_in_source(cells[0].source, changes)
+    for key, value in changes.items():
+        for i in indices:
+            try:
+                nb.cells[i].source = set_in_source(nb.cells[i].source, {key: value})
+                break
+            except ConfigEditError:
+                if i == indices[-1]:
+                    raise
     nbformat.write(nb, path)
     return path
 

@@ -5,12 +5,16 @@ benchmarks must not keep a second copy that could drift. A code cell that define
 kernel carries a tag such as ``kernel:gemm05_cpp`` in its metadata; this module finds
 that cell and returns its source, or runs the tagged cells and returns what they defined.
 
+A long kernel may be cut into steps, one cell each (its copies, its main loop, its launcher):
+the other cells of kernel ``NAME`` carry the tag ``kernel-part:NAME``, and the source of
+``kernel:NAME`` is then all of its cells joined in notebook order, as if they were one.
+
     from solution_cells import load_namespace          # with tools/ on sys.path
     ns = load_namespace("05_global_gemm", ["kernel:gemm05_cpp"])
     gemm = ns["gemm05_cpp"]
 
 Tags in use: ``kernel:gemm05_cpp``, ``kernel:gemm05_dsl`` (notebook 05),
-``kernel:gemm06_cpp``, ``kernel:gemm06_dsl`` (notebook 06).
+``kernel:gemm06_cpp``, ``kernel:gemm06_dsl`` (notebook 06), ...
 """
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
+KERNEL = "kernel:"
+PART = "kernel-part:"
 
 
 class SolutionCellError(LookupError):
@@ -36,20 +42,34 @@ def notebook_path(assignment: str) -> Path:
     return path
 
 
-def cell_source(assignment: str, tag: str) -> str:
-    """The source of the one code cell of ``assignment``'s solutions notebook tagged ``tag``.
+def _tags(cell) -> list[str]:
+    return cell.get("metadata", {}).get("tags", []) if cell.cell_type == "code" else []
 
-    Raises ``SolutionCellError`` unless exactly one code cell carries the tag.
+
+def cell_indices(assignment: str, tag: str) -> list[int]:
+    """Indices of the code cells that make up ``tag``: the one cell tagged ``tag``, and for a
+    ``kernel:NAME`` tag also the cells tagged ``kernel-part:NAME``, in notebook order.
+
+    Raises ``SolutionCellError`` unless exactly one code cell carries ``tag`` itself.
     """
     path = notebook_path(assignment)
     nb = nbformat.read(path, as_version=4)
-    hits = [i for i, c in enumerate(nb.cells)
-            if c.cell_type == "code" and tag in c.get("metadata", {}).get("tags", [])]
+    hits = [i for i, c in enumerate(nb.cells) if tag in _tags(c)]
     if len(hits) != 1:
         where = f"cells {hits}" if hits else "no cell"
         raise SolutionCellError(
             f"{path.relative_to(ROOT)}: expected exactly one code cell tagged {tag!r}, found {where}")
-    return nb.cells[hits[0]].source
+    if not tag.startswith(KERNEL):
+        return hits
+    part = PART + tag[len(KERNEL):]
+    return sorted(hits + [i for i, c in enumerate(nb.cells) if part in _tags(c)])
+
+
+def cell_source(assignment: str, tag: str) -> str:
+    """The source of the code cell of ``assignment``'s solutions notebook tagged ``tag`` (a kernel
+    cut into steps: its cells joined by blank lines, see ``cell_indices``)."""
+    nb = nbformat.read(notebook_path(assignment), as_version=4)
+    return "\n\n".join(nb.cells[i].source for i in cell_indices(assignment, tag))
 
 
 def load_namespace(assignment: str, tags: list[str], sources: dict[str, str] | None = None) -> dict:
