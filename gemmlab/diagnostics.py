@@ -161,7 +161,7 @@ def format_all(diagnostics: Sequence[Diagnostic], program: str, limit: int = MAX
         parts.append(text)
     rest = sum(1 + extra for _, extra in groups[limit:])
     if rest > 0:
-        parts.append(f"... and {rest} more error{'s' if rest > 1 else ''} (the full log is in err.log)")
+        parts.append(f"... and {rest} more error{'s' if rest > 1 else ''} (the full compiler log is the CompileError's .log)")
     return "\n".join(parts)
 
 

@@ -2,7 +2,7 @@
 
 A bug in a traced ``@cute.jit``/``@cute.kernel`` function surfaces from deep inside the
 DSL (its AST rewriter, MLIR verifier, or the JIT). The student needs the line they wrote
-and one short paragraph; the full traceback and any IR dump stay on ``err.log``.
+and one short paragraph; the full traceback and any IR dump stay on the CompileError's ``.log``.
 """
 from __future__ import annotations
 
@@ -126,5 +126,5 @@ def to_compile_error(exc: BaseException, fn: Callable, arch: str) -> CompileErro
     if hint:
         shown += "\n" + re.sub(r"^suggestion:\s*", "hint: ", hint)
     message = (f"CuTe DSL compile of `{name}` for {arch} failed.\n{shown}\n"
-               "(The full DSL traceback is in err.log.)")
+               "(The full DSL traceback is the CompileError's .log.)")
     return CompileError(message, diagnostics=[where] if where else [], log=full_log(exc))
