@@ -152,3 +152,12 @@ def test_the_nudge_between_graded_timings_changes_one_input_without_a_host_copy(
     assert 15 <= changed <= 20                                  # one element a call (a redraw may repeat 0.0: rare)
     assert not {"copy_", "lift_fresh", "_to_copy", "_local_scalar_dense"} & set(ops), ops
     assert "fill_" in ops
+
+
+def test_bench_result_round_trips_through_json() -> None:
+    import json
+
+    r = BenchResult((4096, 4096, 4096), "nn", "bfloat16", "float32", 0.25, 549.7, 0.2, 687.2, 0.8, "NVIDIA H100",
+                    40, label="mine")
+    back = BenchResult.from_dict(json.loads(json.dumps(r.to_dict())))
+    assert back == r and str(back) == str(r)

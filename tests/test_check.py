@@ -213,3 +213,23 @@ def test_suites_and_argument_errors():
 def test_default_device_needs_gpu():
     with pytest.raises(NoGPUError, match="check_gemm needs a CUDA GPU"):
         check_gemm(good)
+
+
+def test_result_round_trips_through_json_with_its_heatmap():
+    import json
+
+    from gemmlab.check import CheckResult
+
+    def wrong_edges(A, B, D):
+        D.copy_((A.float() @ B.float().T).to(D.dtype))
+        D[-1, :] = 0
+        D[:, -1] = float("nan")
+
+    r = check_gemm(wrong_edges, shapes=[(16, 16, 16), (129, 257, 64)], tile=(16, 16), device="cpu")
+    data = json.loads(json.dumps(r.to_dict(), allow_nan=False))   # strict JSON: no NaN or Infinity
+    assert data["passed"] is False and len(data["rows"][1]["tile_fraction"]) == 9
+    back = CheckResult.from_dict(data)
+    assert str(back) == str(r) and back._repr_html_() == r._repr_html_()
+    assert back.rows[1].bad_tiles == r.rows[1].bad_tiles
+    assert (back.rows[1].tile_fraction == r.rows[1].tile_fraction).all()
+    assert repr(back.rows[1].worst) == repr(r.rows[1].worst) and back.passed == r.passed  # NaN != NaN

@@ -80,3 +80,14 @@ def test_roofline_and_html(with_gpu):
     assert any(s.startswith("cuBLAS: 700.0") for s in labels) and any("bar: 0.25×" in s for s in labels)
     html = bar._repr_html_()  # without a GPU no ceilings can be measured: the verdict alone
     assert "PASSED" in html
+
+
+def test_result_round_trips_through_json(with_gpu) -> None:
+    import json
+
+    with_gpu(0.3)
+    bar = gemmlab.performance_bar(object(), 0.25)
+    data = json.loads(json.dumps(bar.to_dict()))
+    assert data["passed"] is True and data["min_ratio"] == 0.25
+    back = perfbar.PerfBarResult.from_dict(data)
+    assert back == bar and str(back) == str(bar)
