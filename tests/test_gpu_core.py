@@ -70,7 +70,7 @@ def test_naive_kernel_runs_and_matches_torch(torch, naive):
 
 
 def test_launch_on_a_side_stream_and_check_errors(torch, naive):
-    from gemmlab.kernel import check_errors, synchronize
+    from gemmlab.runtime.streams import check_errors, synchronize
 
     A = torch.randn(32, 16, device="cuda").half()
     B = torch.randn(32, 16, device="cuda").half()
@@ -396,3 +396,13 @@ def test_deadlock_times_out():
     seconds = float(out.split("TIMEOUT after ")[1].split(" s")[0])
     assert 1.9 <= seconds < 6
     assert "did not finish in 2 s" in out and "deadlock" in out and "restart the Python kernel" in out
+
+
+def test_device_printf_appears_on_sys_stdout(torch, capsys):
+    """Jupyter shows sys.stdout, not file descriptor 1 where the driver writes device printf."""
+    import gemmlab
+
+    k = gemmlab.compile('extern "C" __global__ void hello(int x) { if (threadIdx.x == 0) printf("hello %d\\n", x); }',
+                        "hello")
+    k(7, grid=1, block=32)
+    assert capsys.readouterr().out == "hello 7\n"
