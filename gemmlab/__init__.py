@@ -35,7 +35,8 @@ _LAZY = {
     "run_isolated": ("gemmlab.isolate", "run_isolated"),
     "export_module": ("gemmlab.isolate", "export_module"),
 }
-_SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "bench", "roofline_math", "perfbar", "isolate"}
+_SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "bench", "roofline_math", "perfbar", "isolate",
+               "integrity", "timing", "runtime"}
 
 __all__ = [
     "CompileError", "ContextLostError", "GemmlabError", "KernelError", "KernelTimeoutError",

@@ -1,7 +1,33 @@
 """gemmlab's GPU runtime: the small public layer every GPU-touching part of gemmlab is built on.
 
-One module a job: ``device`` (device and context), ``streams``, ``launch`` (module loading,
-argument packing, launch), ``memory`` (buffers with guard zones and poison), ``faults`` (the one
-classification of GPU failures). Submodules are imported on use so that importing the package
-never loads torch or the CUDA driver.
+One module a job; each is imported on use, so importing the package never loads torch or the
+CUDA driver. The contract (everything named here is public and documented in its module):
+
+- ``device``: ``driver()``, ``checked(ret, what)`` (a driver call's values, or the gemmlab
+  error for its failure), ``torch_device()`` (torch's device with its context current),
+  ``ensure_context(index)``, ``device_attributes(index) -> DeviceAttributes``.
+- ``streams``: ``DEFAULT_TIMEOUT_S``, ``stream_handle(stream)``, ``synchronize(timeout_s,
+  stream, what)`` (raises ``KernelTimeoutError`` instead of hanging), ``check_errors()``,
+  ``private_stream(index)``, ``watched_stream()``, ``call_and_snapshot(call, tensor,
+  timeout_s, what)``, ``default_stream_joined()`` (work on CUDA's legacy default stream
+  ordered with torch's current stream).
+- ``arguments``: ``bind_arguments(params, args, device, name) -> PackedArgs``,
+  ``signature_text(name, params)``; no GPU needed.
+- ``launch``: ``LaunchLimits``, ``launch_dims``, ``validate_launch`` (no GPU needed),
+  ``load_module(images, name, arch)``, ``load_function(images, symbol, name, arch, index) ->
+  LoadedFunction``, ``launch(loaded, packed, grid, block, smem, stream, name)``,
+  ``max_active_blocks``.
+- ``contract``: ``LaunchContract`` (function, parameters, geometry) with ``to_dict``/``from_dict``:
+  what a process that runs a compiled kernel with no student Python receives.
+- ``memory``: ``GuardedMatrix`` (guard zones, NaN poison, ``guard_writes()``, ``unwritten()``)
+  and its ``GUARD_BYTES``/``SENTINEL_BITS``/``POISON_BITS``.
+- ``printf``: ``uses_printf(ptx)``, ``captured_fd_output(fd)``, ``forward_device_printf(sync)``.
+- ``faults``: the one classification of GPU failures (``classify``, ``cuda_error_name``) and the
+  per-process lost-context state (``mark_lost``, ``raise_if_lost``, ``lost_reason``);
+  ``error_for(CUresult, what)`` and ``translate(exc, what)`` give the error a student acts on:
+  ``ContextLostError`` for sticky faults, ``KernelError`` otherwise. Used alike by
+  ``Kernel``, the DSL path, ``run_isolated`` and the grader.
+
+Integrity (what counts as honest work) and timing are built on this layer in
+``gemmlab.integrity`` and ``gemmlab.timing``.
 """
