@@ -1,6 +1,8 @@
 """Grading the gemmlab course at class scale: ``python -m autograder --help``.
 
-``autograder/nbgrader_config.py`` is the course's nbgrader configuration; ``autograder.harness``
-grades untrusted submissions in a sandbox, one GPU each, locally or on Ray, and writes the
-grades into nbgrader's gradebook. See ``autograder/README.md`` and ``docs/THREAT_MODEL.md``.
+``autograder/nbgrader_config.py`` is the course's nbgrader configuration. The grader's domain:
+:mod:`autograder.course` (folders, hand-ins, where grades go), :mod:`autograder.records` (jobs and
+results), :mod:`autograder.autograde` (one assignment, start to finish), :mod:`autograder.schedule`
+(local workers per GPU, or Ray); :mod:`autograder.harness` runs one submission in a sandbox.
+:mod:`autograder.cli` only reads arguments. See ``autograder/README.md`` and ``docs/THREAT_MODEL.md``.
 """

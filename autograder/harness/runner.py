@@ -69,7 +69,7 @@ def _partial_score(run: CellRun, points: float) -> float:
     return points
 
 
-def _leaves_gpu_unusable(run: CellRun) -> bool:
+def leaves_gpu_unusable(run: CellRun) -> bool:
     """Whether the cell's error left the kernel's CUDA context lost or a GPU kernel running, so the
     next cell needs a fresh kernel (the cells before it are replayed) lest later tests be lost."""
     if run.status != "error":
@@ -178,7 +178,7 @@ class _NotebookGrader:
                 cell.outputs = run.outputs
                 if run.completed and not graded:
                     self.done_ok.append(index)
-                if _leaves_gpu_unusable(run):
+                if leaves_gpu_unusable(run):
                     self.events.append(f"{self.name}, {gid}: {run.ename} left the GPU context unusable; "
                                        "the next cell runs in a fresh kernel")
                     self.kernel.kill()

@@ -1,0 +1,43 @@
+"""The grader's records survive the trip through JSON (result files, Ray) unchanged, and old result
+files without published results still load."""
+from __future__ import annotations
+
+import json
+
+from autograder.records import CellResult, GradeJob, Limits, NotebookParts, PublishedResult, SubmissionResult
+
+NB = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _result() -> SubmissionResult:
+    cell = CellResult("a.ipynb", "test_x", 2.0, 1.5, "passed", "passed", 0.25, outputs=({"output_type": "stream",
+                      "name": "stdout", "text": "hi\n"},), results=(PublishedResult("bench", {"ratio": 0.5}),))
+    manual = CellResult("a.ipynb", "essay", 1.0, None, "manual", "graded by hand")
+    return SubmissionResult("ann", "a", "abc", (cell, manual), 1.5, 3.0, 12.5, ("restarted",), ("flag",),
+                            {"a.ipynb": NB}, "local gpu 0")
+
+
+def test_submission_result_round_trips_through_json() -> None:
+    r = _result()
+    assert SubmissionResult.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+
+
+def test_result_files_written_before_published_results_still_load() -> None:
+    data = _result().to_dict()
+    for cell in data["cells"]:
+        del cell["results"]
+    assert all(c.results == () for c in SubmissionResult.from_dict(data).cells)
+
+
+def test_grade_job_round_trips_and_is_placed_without_changing_the_original() -> None:
+    job = GradeJob("ann", "a", "abc", {"a.ipynb": NotebookParts(NB, NB, None)}, Limits(cell_s=8), sandbox=False)
+    assert GradeJob.from_dict(json.loads(json.dumps(job.to_dict()))) == job
+    placed = job.on("1", "local gpu 1")
+    assert (placed.gpu, placed.worker, job.gpu, job.worker) == ("1", "local gpu 1", None, "")
+
+
+def test_limits_overrides_keep_field_types_and_skip_none() -> None:
+    lim = Limits().with_overrides(cell_s=8, memory_bytes=1.5 * 2**30, output_bytes=None)
+    assert lim.cell_s == 8.0 and isinstance(lim.cell_s, float)
+    assert lim.memory_bytes == int(1.5 * 2**30) and isinstance(lim.memory_bytes, int)
+    assert lim.output_bytes == Limits().output_bytes
