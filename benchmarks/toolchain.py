@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gemmlab import compiler, resources, toolchain  # noqa: E402
+from gemmlab.compilation import worker  # noqa: E402
 from gemmlab.gpu import has_gpu  # noqa: E402
 
 CUTE = (REPO / "tests" / "kernels" / "cute_gemm.cu").read_text()
@@ -46,10 +47,22 @@ LEAN_INCLUDES = "\n".join(f"#include <{h}>" for h in (
 
 
 def cpu_seconds() -> float:
-    """CPU time of this process: NVRTC compiles in-process, and CPU time hardly moves when
-    other jobs share the machine, unlike wall time."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """CPU time of this process and its reaped children (gemmlab compiles in worker processes, counted
+    once stopped): CPU time hardly moves when other jobs share the machine, unlike wall time."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def heaviest_instantiations(trace: Path, count: int = 8) -> list[tuple[float, str]]:
+    """(seconds, what) of the slowest template instantiations in a -fdevice-time-trace file."""
+    try:
+        events = json.loads(trace.read_text()).get("traceEvents", [])
+    except (OSError, ValueError):
+        return []
+    found = [(e.get("dur", 0) / 1e6, f"{e.get('name')}: {e.get('args', {}).get('detail', '')}"[:110])
+             for e in events if str(e.get("name", "")).startswith("Instantiate")]
+    return sorted(found, reverse=True)[:count]
 
 
 def nvrtc_compile(source: str, name: str, options: list[str], pch_heap: int = 0) -> dict:
@@ -143,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="only cold, warm, WMMA and PCH")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--no-dsl", action="store_true", help="skip the CuTe DSL rows")
+    parser.add_argument("--trace", action="store_true", help="with --quick: also the -fdevice-time-trace row")
     args = parser.parse_args(argv)
     arch = args.arch
     # Always an empty cache of our own: the "cold" row must compile (tools/gpu_suite.sh exports a
@@ -165,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     # gemmlab.compile as a student meets it.
     start, cpu = time.perf_counter(), cpu_seconds()
     cold = compiler.compile_to(CUTE, "gemm", arch=arch, use_cache=True)
-    add("CuTe GEMM, gemmlab.compile cold (cache empty)",
+    worker.stop_all()  # reaps the worker process, so RUSAGE_CHILDREN holds its start-up and compile
+    add("CuTe GEMM, gemmlab.compile cold (cache empty, worker started)",
         {"seconds": time.perf_counter() - start, "cpu": cpu_seconds() - cpu, "registers": cold.resources.registers,
          "spills": cold.resources.spill_stores_bytes + cold.resources.spill_loads_bytes})
     start = time.perf_counter()
@@ -186,6 +201,13 @@ def main(argv: list[str] | None = None) -> int:
         pch = [*base_options(arch), "--pch", f"--pch-dir={pch_dir}"]
         add("  --pch, first compile (creates the PCH, heap 1 GiB)", nvrtc_compile(CUTE, "gemm", pch, 1 << 30))
         add("  --pch, second compile (uses it)", nvrtc_compile(CUTE, "gemm", pch, 1 << 30))
+    if args.trace or not args.quick:
+        with tempfile.TemporaryDirectory() as tmp:
+            trace = Path(tmp) / "trace.json"
+            add("  -fdevice-time-trace (where the front end's time goes)",
+                nvrtc_compile(CUTE, "gemm", [*base_options(arch), f"-fdevice-time-trace={trace}"]))
+            for seconds, what in heaviest_instantiations(trace):
+                print(f"      {seconds:6.2f} s  {what}")
     if not args.quick:
         lean = re.sub(r"#include <cute/tensor.hpp>", LEAN_INCLUDES, CUTE)
         add("  lean includes (cute/tensor.hpp minus cooperative_*, print_*)", nvrtc_compile(lean, "gemm", base_options(arch)))
