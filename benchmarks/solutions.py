@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.md").write_text(table + "\n")
     chart(reports, args.out / "solutions.png", device)
     print(f"\nsaved {args.out / 'results.json'}, results.md and solutions.png")
-    from gemmlab.bench import gate_extensions
+    from gemmlab.timing import gate_extensions
 
     print(f"timed batches queued again behind a longer GPU sleep (their first gate ran out early): {gate_extensions()}")
     failed = [r.kernel for r in reports if r.status == "failed"]
