@@ -84,7 +84,8 @@ class Kernel:
         launch(loaded, packed, grid, block, smem, stream, name=self.name)
         what = f"kernel '{self.name}'"
         if uses_printf(self.ptx):
-            forward_device_printf(lambda: synchronize(timeout_s=timeout_s, stream=stream, what=what))
+            forward_device_printf(lambda: synchronize(timeout_s=timeout_s, stream=stream, what=what,
+                                                          flush_printf=True))
         elif sync:
             synchronize(timeout_s=timeout_s, stream=stream, what=what)
 

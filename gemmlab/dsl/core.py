@@ -299,7 +299,7 @@ class DslKernel:
             except ValueError:
                 raise KernelError(f"DSL kernel `{self.name}` returned CUDA error code {status}.") from None
         if uses_printf(variant.ptx):
-            forward_device_printf(lambda: synchronize(what=f"DSL kernel `{self.name}`"))
+            forward_device_printf(lambda: synchronize(what=f"DSL kernel `{self.name}`", flush_printf=True))
 
     def _launch_error(self, exc: BaseException) -> GemmlabError:
         fault = faults.classify(str(exc))

@@ -43,8 +43,12 @@ def hang_message(what: str, timeout_s: float) -> str:
             "anything else on the GPU.")
 
 
-def synchronize(timeout_s: float = DEFAULT_TIMEOUT_S, stream: Any = None, what: str = "the GPU work") -> None:
+def synchronize(timeout_s: float = DEFAULT_TIMEOUT_S, stream: Any = None, what: str = "the GPU work",
+                flush_printf: bool = False) -> None:
     """Wait for ``stream`` (default: torch's current stream) but give up after ``timeout_s``.
+
+    ``flush_printf``: also make the driver print its device-printf buffer, which it does only at a
+    blocking synchronisation, not when an event query finds the work done.
 
     A blind ``torch.cuda.synchronize()`` on a deadlocked kernel freezes the notebook forever;
     polling an event lets us tell the student what probably happened instead
@@ -65,6 +69,8 @@ def synchronize(timeout_s: float = DEFAULT_TIMEOUT_S, stream: Any = None, what: 
             (result,) = d.cuEventQuery(event)
             name = faults.result_name(result)
             if name == "CUDA_SUCCESS":
+                if flush_printf:
+                    checked(d.cuCtxSynchronize(), what)  # the work is done: returns at once, after the flush
                 return
             if name != "CUDA_ERROR_NOT_READY":
                 raise faults.error_for(result, what)
