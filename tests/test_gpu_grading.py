@@ -5,16 +5,12 @@ normally on a clean context, and check_gemm/bench_gemm see through the benchmark
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import grading_fixtures as gf  # noqa: E402
+from tests import grading_fixtures as gf
 
 pytestmark = pytest.mark.gpu
 

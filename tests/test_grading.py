@@ -18,12 +18,10 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 # A GPU node set up from the wheelhouse's gpu-test profile has no nbgrader: `pytest -m gpu` skips this
 # file there instead of failing to collect it (the gpu-grade profile carries nbgrader).
 pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
-import grading_fixtures as gf  # noqa: E402
+from tests import grading_fixtures as gf  # noqa: E402
 from autograder.harness import sandbox as sb  # noqa: E402
 from autograder.harness.assemble import assemble, grade_id  # noqa: E402
 
