@@ -24,6 +24,7 @@ def __gemmlab_grader_bootstrap(module_name):
     import numpy
     import gemmlab
     import gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers, gemmlab.report
+    import gemmlab.integrity, gemmlab.timing
     import gemmlab.errors, gemmlab.ipython
     try:
         import torch, torch.testing
@@ -42,7 +43,8 @@ def __gemmlab_grader_bootstrap(module_name):
             value = static(owner, name)
             if value is not missing:
                 watched.append((f"{label}.{name}", owner, name, value))
-    for mod in (gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers, gemmlab.report):
+    for mod in (gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers, gemmlab.report,
+                gemmlab.integrity, gemmlab.timing):
         watch(mod.__name__, mod, [n for n, v in vars(mod).items() if not n.startswith("__") and callable(v)])
     watch("gemmlab.ipython", gemmlab.ipython, ["_handler", "format_error", "install"])
     for cls in (gemmlab.check.CheckResult, gemmlab.check.Row, gemmlab.bench.BenchResult, gemmlab.perfbar.PerfBarResult):
