@@ -78,7 +78,7 @@ def test_watched_stream_is_never_one_of_torchs_pooled_streams() -> None:
     a student's side stream could be the same stream and hide late work (seen on the H100)."""
     import torch
 
-    from gemmlab.kernel import watched_stream
+    from gemmlab.runtime.streams import watched_stream
 
     with watched_stream() as ours:
         handle = ours.cuda_stream

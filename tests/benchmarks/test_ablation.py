@@ -2,13 +2,9 @@
 ptxas deleting MMAs works on the real compiled kernels (CuTe DSL builds: no GPU needed)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 import ablation  # noqa: E402
 
 

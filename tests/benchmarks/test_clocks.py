@@ -1,13 +1,9 @@
 """benchmarks/clocks.py: what it makes of nvidia-smi's samples (the GPU part runs on the device)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 import clocks  # noqa: E402
 
 

@@ -3,13 +3,9 @@ are meant to time, with nothing in between that could slow them, and the FLOP co
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 import tensor_ceilings as tc  # noqa: E402
 
 

@@ -3,14 +3,9 @@ edits of the real solution cells (the GPU runs them; here the logic and the edit
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import set_solution_config as ssc  # noqa: E402
 import solution_cells  # noqa: E402

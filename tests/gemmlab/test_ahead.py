@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +13,7 @@ from gemmlab import ahead, compiler
 from gemmlab.compilation import store
 from gemmlab.compilation.job import CompileJob
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
 SRC = r"""
 template <int V> __global__ void fill(float* x) { x[threadIdx.x] = V * 2.0f + EXTRA; }
 """

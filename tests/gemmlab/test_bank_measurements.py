@@ -10,13 +10,12 @@ import importlib.util
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
 from gemmlab import banks
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
 DATA = ROOT / "gemmlab" / "data" / "bank_measurements.json"
 
 

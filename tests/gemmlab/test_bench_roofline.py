@@ -1,7 +1,6 @@
 """Roofline arithmetic (exact values) and the roofline figure, without a GPU."""
 from __future__ import annotations
 
-import math
 
 import pytest
 

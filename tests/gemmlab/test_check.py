@@ -1,7 +1,6 @@
 """check_gemm's whole checking logic on CPU, with planted bugs written in torch."""
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch

@@ -15,7 +15,7 @@ from gemmlab.compiler import Compiled, compile_to
 from gemmlab.errors import CompileError, NoGPUError
 from gemmlab.gpu import has_gpu
 
-KERNELS = Path(__file__).parent / "kernels"
+from tests.support import KERNELS, ROOT
 CUTE_GEMM = (KERNELS / "cute_gemm.cu").read_text()
 WMMA_GEMM = (KERNELS / "wmma_gemm.cu").read_text()
 
@@ -162,7 +162,7 @@ def test_cache_hit_is_fast_and_returns_a_kernel() -> None:
 
 def test_cache_hit_needs_neither_nvrtc_nor_torch(tmp_path: Path) -> None:
     """A fresh process re-running an unchanged cell must not pay for NVRTC or torch."""
-    repo = str(Path(__file__).resolve().parent.parent)
+    repo = str(ROOT)
     env = {**os.environ, "GEMMLAB_CACHE": str(tmp_path),
            "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
     script = (

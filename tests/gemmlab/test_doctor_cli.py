@@ -11,8 +11,8 @@ import pytest
 from gemmlab.doctor import Report, Row, doctor
 from gemmlab.gpu import has_gpu
 
-REPO = Path(__file__).resolve().parent.parent
-KERNELS = Path(__file__).parent / "kernels"
+from tests.support import ROOT as REPO
+from tests.support import KERNELS
 
 
 def gemmlab_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -13,14 +13,13 @@ import struct
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.gpu
 
-ROOT = Path(__file__).resolve().parents[1]
-KERNELS = Path(__file__).resolve().parent / "kernels"
+from tests.support import ROOT
+from tests.support import KERNELS
 
 
 def ceil_div(a: int, b: int) -> int:

@@ -1,13 +1,12 @@
 """Kernel parameter lists from source declarations, and the PTX cross-check."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from gemmlab.signature import Param, base_name, find_kernel, find_kernels, ptx_param_sizes, reconcile
 
-KERNELS = Path(__file__).parent / "kernels"
+from tests.support import KERNELS
 
 
 def params_of(source: str, name: str) -> list[Param]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
 spec = importlib.util.spec_from_file_location("wheelhouse", ROOT / "tools" / "wheelhouse.py")
 wheelhouse = importlib.util.module_from_spec(spec)
 sys.modules["wheelhouse"] = wheelhouse

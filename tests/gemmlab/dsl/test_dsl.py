@@ -17,7 +17,7 @@ from gemmlab.errors import CompileError, LaunchError, NoGPUError
 from gemmlab.gpu import has_gpu
 from tests.dsl_kernels import planted_gemm, simple_gemm
 
-KERNELS = Path(__file__).parent / "dsl_kernels"
+from tests.support import DSL_KERNELS as KERNELS
 
 
 def tn(m: int, n: int, k: int, dtype=torch.float16, out=torch.float16):

@@ -7,14 +7,15 @@ The kernel source is tests/kernels/layout_truth.cu (one kernel, one ~15-45 s com
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import gemmlab.layout as L
 
-KERNEL = Path(__file__).parent / "kernels" / "layout_truth.cu"
+from tests.support import KERNELS  # noqa: E402
+
+KERNEL = KERNELS / "layout_truth.cu"
 NTHR, STRIDE = 128, 1024
 
 
