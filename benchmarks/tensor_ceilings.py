@@ -221,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    if not torch.cuda.is_available():
+    from gemmlab.gpu import has_gpu
+
+    if not has_gpu():  # gemmlab.gpu is the one place that asks (GEMMLAB_HIDE_GPU included)
         print("tensor_ceilings.py needs a CUDA GPU")
         return 2
     from gemmlab.gpu import current_arch

@@ -1,10 +1,18 @@
-"""Which GPU (if any) this process can use, asked once and in one place."""
+"""Which GPU (if any) this process can use, asked once and in one place.
+
+``GEMMLAB_HIDE_GPU=1`` makes gemmlab behave as on a machine without a GPU (compile-only), so the
+no-GPU experience can be tried, and tested, on a GPU machine; :func:`refresh` asks again after
+the variable changed.
+"""
 from __future__ import annotations
 
 import functools
+import os
 
 from .errors import NoGPUError
 
+#: Set (to anything but 0) to make gemmlab use no GPU even where one exists.
+HIDE_ENV = "GEMMLAB_HIDE_GPU"
 #: Architectures whose "a" variant unlocks instructions students need (wgmma, tcgen05).
 _ARCH_SPECIFIC = {(9, 0): "sm_90a", (10, 0): "sm_100a", (10, 3): "sm_103a"}
 
@@ -12,6 +20,8 @@ _ARCH_SPECIFIC = {(9, 0): "sm_90a", (10, 0): "sm_100a", (10, 3): "sm_103a"}
 @functools.lru_cache(maxsize=1)
 def _torch_cuda_state() -> tuple[bool, str]:
     """(usable, reason). Cached: asking CUDA twice costs time and never changes the answer."""
+    if os.environ.get(HIDE_ENV, "") not in ("", "0"):
+        return False, f"{HIDE_ENV} is set, so gemmlab uses no GPU here."
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a dependency
@@ -21,6 +31,11 @@ def _torch_cuda_state() -> tuple[bool, str]:
             return False, "this PyTorch is a CPU-only build, so it cannot reach a GPU."
         return False, "PyTorch sees no CUDA GPU (no device, or the NVIDIA driver is missing)."
     return True, ""
+
+
+def refresh() -> None:
+    """Forget the cached answer, so the next question asks CUDA (and ``GEMMLAB_HIDE_GPU``) again."""
+    _torch_cuda_state.cache_clear()
 
 
 def has_gpu() -> bool:

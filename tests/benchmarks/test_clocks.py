@@ -28,10 +28,6 @@ def test_unknown_input_kind_is_refused() -> None:
         clocks.inputs("ones", 4, None)
 
 
-def test_without_a_gpu_it_says_so(capsys) -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU")
+def test_without_a_gpu_it_says_so(capsys, no_gpu) -> None:
     assert clocks.main(["hopper_ws"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out

@@ -82,11 +82,7 @@ def test_markdown_table(bench) -> None:
     assert "skipped: no cell" in text
 
 
-def test_without_gpu_exits_2_with_a_message(bench, capsys) -> None:
-    from gemmlab.gpu import has_gpu
-
-    if has_gpu():
-        pytest.skip("a GPU is present")
+def test_without_gpu_exits_2_with_a_message(bench, capsys, no_gpu) -> None:
     assert bench.main(["--quick"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out
 

@@ -46,10 +46,6 @@ def test_flop_count_of_the_loops() -> None:
     assert wg.flops == 2 * 10 * 2 * 3 * tc.WGMMA_K_STEPS * 64 * tc.WGMMA_N * 16
 
 
-def test_without_a_gpu_it_says_so(capsys) -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU")
+def test_without_a_gpu_it_says_so(capsys, no_gpu) -> None:
     assert tc.main([]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out

@@ -7,7 +7,6 @@ import torch
 
 from gemmlab.check import SUITES, check_gemm
 from gemmlab.errors import GemmlabError, NoGPUError
-from gemmlab.gpu import has_gpu
 
 SHAPES = [(128, 128, 64), (129, 257, 64), (3, 5, 7)]
 
@@ -208,8 +207,7 @@ def test_suites_and_argument_errors():
         check_gemm(good, dtype=torch.float32, device="cpu")
 
 
-@pytest.mark.skipif(has_gpu(), reason="checks the message shown on machines without a GPU")
-def test_default_device_needs_gpu():
+def test_default_device_needs_gpu(no_gpu):
     with pytest.raises(NoGPUError, match="check_gemm needs a CUDA GPU"):
         check_gemm(good)
 

@@ -13,7 +13,6 @@ import pytest
 import gemmlab
 from gemmlab.compiler import Compiled, compile_to
 from gemmlab.errors import CompileError, NoGPUError
-from gemmlab.gpu import has_gpu
 
 from tests.support import KERNELS, ROOT
 CUTE_GEMM = (KERNELS / "cute_gemm.cu").read_text()
@@ -125,8 +124,7 @@ def test_bad_arch_option_and_include_dir() -> None:
         compile_to(SCALE, "scale", arch="sm_90a", include_dirs=["/no/such/dir"])
 
 
-@pytest.mark.skipif(has_gpu(), reason="this machine has a GPU")
-def test_no_arch_without_gpu_says_to_pass_arch() -> None:
+def test_no_arch_without_gpu_says_to_pass_arch(no_gpu: None) -> None:
     with pytest.raises(NoGPUError, match="arch="):
         compile_to(SCALE, "scale")
 

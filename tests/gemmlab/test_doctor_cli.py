@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from gemmlab.doctor import Report, Row, doctor
-from gemmlab.gpu import has_gpu
 
 from tests.support import ROOT as REPO
 from tests.support import KERNELS
@@ -22,7 +21,7 @@ def gemmlab_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProc
                           env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
-def test_doctor_report_covers_the_toolchain() -> None:
+def test_doctor_report_covers_the_toolchain(no_gpu: None) -> None:
     report = doctor()
     items = {r.item: r for r in report.rows}
     for item in ("Python", "gemmlab", "torch", "GPU", "NVRTC", "test compile", "CUDA runtime headers",
@@ -32,8 +31,7 @@ def test_doctor_report_covers_the_toolchain() -> None:
     assert report.ok and report.exit_code == 0
     assert "gemmlab doctor: healthy" in str(report)
     assert "<table>" in report._repr_html_()
-    if not has_gpu():
-        assert items["GPU"].status == "warn" and "compiling kernels" in items["GPU"].detail
+    assert items["GPU"].status == "warn" and "compiling kernels" in items["GPU"].detail
 
 
 def test_report_fails_only_on_fail_rows() -> None:
@@ -84,9 +82,8 @@ def torch_gemm(A, B, D):
 """
 
 
-@pytest.mark.skipif(has_gpu(), reason="this machine has a GPU")
 @pytest.mark.parametrize("command", ["check", "bench"])
-def test_cli_check_and_bench_without_gpu_exit_2(tmp_path: Path, command: str) -> None:
+def test_cli_check_and_bench_without_gpu_exit_2(tmp_path: Path, command: str, no_gpu: None) -> None:
     path = tmp_path / "mygemm.py"
     path.write_text(GEMM_PY)
     run = gemmlab_cli(command, str(path), "--name", "torch_gemm")

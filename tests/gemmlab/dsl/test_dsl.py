@@ -14,7 +14,6 @@ import torch
 import gemmlab.dsl as dsl
 from gemmlab.dsl import convert, core
 from gemmlab.errors import CompileError, LaunchError, NoGPUError
-from gemmlab.gpu import has_gpu
 from tests.dsl_kernels import planted_gemm, simple_gemm
 
 from tests.support import DSL_KERNELS as KERNELS
@@ -286,8 +285,7 @@ def test_stream_parameter_is_filled_in() -> None:
     assert len(convert.user_params(params)) == 3
 
 
-@pytest.mark.skipif(has_gpu(), reason="checks the behaviour without a GPU")
-def test_no_gpu_needs_explicit_arch_and_cannot_run() -> None:
+def test_no_gpu_needs_explicit_arch_and_cannot_run(no_gpu: None) -> None:
     with pytest.raises(NoGPUError, match="arch="):
         dsl.compile(simple_gemm.gemm, *tn(16, 16, 16))
     k = dsl.compile(simple_gemm.gemm, *tn(16, 16, 16), arch="sm_90a")

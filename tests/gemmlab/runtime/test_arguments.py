@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from gemmlab.errors import LaunchError, NoGPUError, ToolchainError
-from gemmlab.gpu import has_gpu
 from gemmlab.runtime.arguments import bind_arguments
 from gemmlab.runtime.launch import LaunchLimits, validate_launch
 from gemmlab.signature import find_kernel, reconcile
@@ -176,7 +175,7 @@ def test_validate_launch_rejects(grid, block, smem, limits, match):
         validate_launch(grid, block, smem, limits, name="gemm")
 
 
-def test_kernel_object_without_gpu():
+def test_kernel_object_without_gpu(no_gpu):
     from gemmlab.compiler import compile
 
     k = compile('extern "C" __global__ void add1(float* x, int n)'
@@ -185,9 +184,8 @@ def test_kernel_object_without_gpu():
     assert k.name == "add1" and k.arch == "sm_90a" and k.cubin[:4] == b"\x7fELF"
     assert ".entry add1" in k.ptx and k.signature == "add1(float* x, int n)"
     assert "add1" in k._repr_html_() and "registers" in k._repr_html_()
-    if not has_gpu():
-        with pytest.raises(NoGPUError, match="Running kernel 'add1' needs a CUDA GPU"):
-            k(torch.zeros(4), 4, grid=1, block=4)
+    with pytest.raises(NoGPUError, match="Running kernel 'add1' needs a CUDA GPU"):
+        k(torch.zeros(4), 4, grid=1, block=4)
     from gemmlab.sass import disassembler
 
     if disassembler() is None:
