@@ -1,17 +1,20 @@
 """How long do kernel compiles take, and what makes a cold CuTe compile faster?
 
-    python benchmarks/toolchain.py [--arch sm_90a] [--quick] [--json out.json]
+    python benchmarks/toolchain.py [--arch sm_90a] [--quick] [--trace] [--levers KEY,...] [--json out.json]
 
 Prints one table: the CuTe GEMM of tests/kernels/cute_gemm.cu compiled cold (cache off)
-through gemmlab.compile, then warm (cache hit, Kernel included), then the same source
-through NVRTC directly under each candidate option or source change, with NVRTC's own
-phase timings (``--time``) and the registers/spills of the result so that a faster
-variant that costs kernel quality is visible. A raw WMMA kernel is timed for contrast.
-The CuTe DSL rows time the same kind of cell in the DSL front end (cold, and a re-run).
-On a machine with a GPU it also times check_gemm and bench_gemm around the CuTe GEMM.
+through gemmlab.compile, then warm (a cache hit alone, and with its Kernel built), then the
+same source through NVRTC directly with gemmlab's own command line (the baseline) and under
+each candidate option or source change ("levers"), with NVRTC's own phase timings
+(``--time``) and the registers/spills of the result so that a faster variant that costs
+kernel quality is visible. Each row ends with a verdict: a target met or missed, or whether
+a lever is worth keeping (at least 10% less CPU than the baseline with the same registers
+and spills). A raw WMMA kernel is timed for contrast. The CuTe DSL rows time the same kind
+of cell in the DSL front end (cold, and a re-run). On a machine with a GPU it also times
+check_gemm and bench_gemm around the CuTe GEMM.
 
-Every number is one measured compile (cold compiles take many seconds; run it twice if
-you need a spread). Nothing is adopted here: the table says what helps.
+Every compile number is one measured compile (cold compiles take many seconds; run it twice
+if you need a spread). Nothing is adopted here: the table says what helps.
 """
 from __future__ import annotations
 
@@ -21,16 +24,21 @@ import json
 import os
 import re
 import resource
+import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from gemmlab import compiler, resources, toolchain  # noqa: E402
 from gemmlab.compilation import worker  # noqa: E402
+from gemmlab.compilation.job import DEFAULT_STD  # noqa: E402
+from gemmlab.compilation.nvrtc import build_options, toolchain_dirs  # noqa: E402
 from gemmlab.gpu import has_gpu  # noqa: E402
 
 CUTE = (REPO / "tests" / "kernels" / "cute_gemm.cu").read_text()
@@ -44,6 +52,50 @@ LEAN_INCLUDES = "\n".join(f"#include <{h}>" for h in (
     "cute/algorithm/clear.hpp", "cute/algorithm/copy.hpp", "cute/algorithm/prefetch.hpp",
     "cute/algorithm/axpby.hpp", "cute/algorithm/gemm.hpp",
 ))
+#: -minimal drops the CUDA runtime's types, but CUTLASS's headers name cudaStream_t.
+STREAM_TYPEDEF = "typedef struct CUstream_st* cudaStream_t;\n"
+
+#: A lever is kept when it saves at least this share of the baseline's CPU time with the same kernel.
+KEEP_GAIN = 0.10
+#: The issue's targets: cold gemmlab.compile within 10% of bare NVRTC; a cache hit in 50 ms.
+COLD_TARGET_RATIO = 1.10
+WARM_TARGET_S = 0.05
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One variant of the baseline compile: options added or removed, or a change to the source."""
+
+    label: str
+    add: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+    source: Callable[[str], str] | None = None
+    ptx_only: bool = False
+    #: Set for rows that measure rather than offer a change: their verdict is this text.
+    diagnostic: str = ""
+
+
+LEVERS: dict[str, Lever] = {
+    "lean": Lever("  lean includes (cute/tensor.hpp minus cooperative_*, print_*)",
+                  source=lambda s: re.sub(r"#include <cute/tensor.hpp>", LEAN_INCLUDES, s)),
+    "no-lineinfo": Lever("  without -lineinfo", drop=("-lineinfo",)),
+    "no-default-device": Lever("  without -default-device", drop=("-default-device",)),
+    "ptxas-O1": Lever("  -Xptxas -O1", add=("-Xptxas", "-O1")),
+    "ewp": Lever("  --extensible-whole-program", add=("--extensible-whole-program",)),
+    "split-compile": Lever("  --split-compile=0", add=("--split-compile=0",)),
+    "minimal": Lever("  --minimal", add=("--minimal",)),
+    "minimal-stream": Lever("  --minimal, cudaStream_t declared by hand (CUTLASS needs it)", add=("--minimal",),
+                            source=lambda s: STREAM_TYPEDEF + s),
+    "ofast": Lever("  --Ofast-compile=max", add=("--Ofast-compile=max",)),
+    "c++20": Lever("  -std=c++20", add=("-std=c++20",)),
+    "dopt": Lever("  --dopt=on", add=("--dopt=on",)),
+    "ptx-only": Lever("  PTX only (compute_ arch: front end + NVVM, no ptxas)", ptx_only=True,
+                      diagnostic="diagnostic: the time without ptxas"),
+    "syntax-only": Lever("  --fdevice-syntax-only (front end only, no PTX)", add=("--fdevice-syntax-only",),
+                         diagnostic="diagnostic: the front end alone, the floor for any front-end option"),
+}
+#: Levers measured by code of their own (two compiles sharing a PCH; a trace file to read).
+SPECIAL_LEVERS = ("pch", "trace")
 
 
 def cpu_seconds() -> float:
@@ -54,26 +106,82 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def heaviest_instantiations(trace: Path, count: int = 8) -> list[tuple[float, str]]:
-    """(seconds, what) of the slowest template instantiations in a -fdevice-time-trace file."""
+def time_trace_option(stem: Path) -> tuple[str, Path]:
+    """The -fdevice-time-trace option that writes to ``stem``, and the file it writes: NVRTC takes a
+    file name without extension and appends ``.json`` ('-' would name it after the program, in the
+    working directory, and make ptxas fail on a file called '-.json')."""
+    return f"-fdevice-time-trace={stem}", stem.with_name(stem.name + ".json")
+
+
+@dataclass(frozen=True)
+class Instantiation:
+    """One template instantiation in a trace: inclusive and own seconds, summed over ``count`` events."""
+
+    total_s: float
+    self_s: float
+    count: int
+    what: str
+
+
+def heaviest_instantiations(trace: Path, count: int = 10) -> list[Instantiation]:
+    """The ``count`` template instantiations with the most total (inclusive) time in a
+    -fdevice-time-trace file (Chrome trace JSON; NVRTC names them 'Instantiating Template
+    Class/Function', with the instance in ``args.detail``). Own time leaves out nested events."""
     try:
         events = json.loads(trace.read_text()).get("traceEvents", [])
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return []
-    found = [(e.get("dur", 0) / 1e6, f"{e.get('name')}: {e.get('args', {}).get('detail', '')}"[:110])
-             for e in events if str(e.get("name", "")).startswith("Instantiate")]
-    return sorted(found, reverse=True)[:count]
+    def thread(event: dict) -> tuple[str, str]:
+        return str(event.get("pid", "")), str(event.get("tid", ""))
+
+    spans = sorted((e for e in events if e.get("ph") == "X" and "dur" in e and "ts" in e),
+                   key=lambda e: (thread(e), e["ts"], -e["dur"]))
+    own = {id(e): float(e["dur"]) for e in spans}
+    stack: list[dict] = []  # the events enclosing the current one, innermost last
+    for event in spans:
+        if stack and thread(stack[-1]) != thread(event):
+            stack.clear()
+        while stack and stack[-1]["ts"] + stack[-1]["dur"] <= event["ts"]:
+            stack.pop()
+        if stack:
+            own[id(stack[-1])] -= event["dur"]
+        stack.append(event)
+    totals: dict[str, list[float]] = {}
+    for event in spans:
+        name = str(event.get("name", ""))
+        if not name.startswith("Instantiating"):
+            continue
+        kind = name.rsplit(" ", 1)[-1].lower()  # "class" or "function"
+        what = f"{kind} {event.get('args', {}).get('detail', '?')}"
+        entry = totals.setdefault(what, [0.0, 0.0, 0])
+        entry[0] += event["dur"] / 1e6
+        entry[1] += own[id(event)] / 1e6
+        entry[2] += 1
+    found = [Instantiation(t, s, int(n), what) for what, (t, s, n) in totals.items()]
+    return sorted(found, key=lambda i: i.total_s, reverse=True)[:count]
+
+
+def baseline_options(arch: str) -> list[str]:
+    """gemmlab's own NVRTC command line for the CuTe GEMM (gemmlab.compilation.nvrtc builds it)."""
+    return build_options(arch, (), toolchain_dirs(CUTE), DEFAULT_STD)
+
+
+def lever_options(arch: str, lever: Lever) -> list[str]:
+    """The baseline's command line changed as ``lever`` says."""
+    opts = baseline_options(arch.replace("sm_", "compute_") if lever.ptx_only else arch)
+    if any(o.startswith("-std=") for o in lever.add):
+        opts = [o for o in opts if not o.startswith("-std=")]
+    return [o for o in opts if o not in lever.drop] + list(lever.add)
 
 
 def nvrtc_compile(source: str, name: str, options: list[str], pch_heap: int = 0) -> dict:
-    """One NVRTC compile with gemmlab's include path; seconds, phase times, registers, spills."""
+    """One in-process NVRTC compile: wall and CPU seconds, phase times, registers, spills (or the error)."""
     nvrtc = toolchain.nvrtc()
     if pch_heap:
         nvrtc.nvrtcSetPCHHeapSize(pch_heap)
-    dirs = [str(d) for d in toolchain.include_dirs(cute=True)]
     with tempfile.TemporaryDirectory() as tmp:
         timing = Path(tmp) / "time.csv"
-        opts = [*options, *(f"--include-path={d}" for d in dirs), f"--time={timing}"]
+        opts = [*options, f"--time={timing}"]
         start, cpu = time.perf_counter(), cpu_seconds()
         _, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
         expression = f"&::{name}".encode()
@@ -87,14 +195,15 @@ def nvrtc_compile(source: str, name: str, options: list[str], pch_heap: int = 0)
         log = log.rstrip(b"\0").decode(errors="replace")
         row = {"seconds": seconds, "cpu": cpu, "ok": int(result) == 0, "phases": _phases(timing)}
         if int(result) == 0:
-            _, lowered = nvrtc.nvrtcGetLoweredName(prog, expression)
             _, psize = nvrtc.nvrtcGetPTXSize(prog)
-            ptx = b" " * psize
-            nvrtc.nvrtcGetPTX(prog, ptx)
-            res = resources.parse(log, ptx.decode(errors="replace"), lowered.decode())
-            row.update(registers=res.registers, spills=res.spill_stores_bytes + res.spill_loads_bytes)
+            if psize > 1:  # --fdevice-syntax-only stops before there is any PTX
+                ptx = b" " * psize
+                nvrtc.nvrtcGetPTX(prog, ptx)
+                _, lowered = nvrtc.nvrtcGetLoweredName(prog, expression)
+                res = resources.parse(log, ptx.decode(errors="replace"), lowered.decode())
+                row.update(registers=res.registers, spills=res.spill_stores_bytes + res.spill_loads_bytes)
         else:
-            row["error"] = log.strip().splitlines()[:3]
+            row["error"] = [line for line in log.strip().splitlines() if "error" in line][:3] or log.splitlines()[:3]
         nvrtc.nvrtcDestroyProgram(prog)
     return row
 
@@ -115,6 +224,40 @@ def _phases(path: Path) -> str:
     return ", ".join(f"{k} {v:.1f}s" for k, v in totals.items() if v >= 0.05)
 
 
+def lever_verdict(row: dict, base: dict) -> str:
+    """Keep or not: a failed compile is not kept; a kept lever saves KEEP_GAIN of the baseline's CPU
+    and leaves registers and spills alone."""
+    if not row.get("ok", True):
+        return f"not kept: does not compile ({(row.get('error') or ['?'])[0].strip()[:90]})"
+    if not base.get("cpu"):
+        return "no verdict: the baseline did not run"
+    gain = 1.0 - row["cpu"] / base["cpu"]
+    changed = "registers" in row and (row["registers"], row["spills"]) != (base.get("registers"), base.get("spills"))
+    if gain >= KEEP_GAIN and not changed:
+        return f"keep: {gain:.0%} less CPU than the baseline, same registers and spills"
+    if gain >= KEEP_GAIN:
+        return (f"not kept: {gain:.0%} less CPU but the kernel changes ({row['registers']} regs, "
+                f"{row['spills']} B spill vs {base.get('registers')}, {base.get('spills')})")
+    if gain > -KEEP_GAIN:
+        return f"not kept: {abs(gain):.0%} {'less' if gain >= 0 else 'more'} CPU, no real gain"
+    return f"not kept: {-gain:.0%} more CPU than the baseline"
+
+
+def cold_verdict(row: dict, base: dict) -> str:
+    """The issue's target: the cold gemmlab.compile within 10% of bare NVRTC's CPU time."""
+    if not base.get("cpu"):
+        return "no verdict: the NVRTC baseline did not run"
+    ratio = row["cpu"] / base["cpu"]
+    met = "meets" if ratio <= COLD_TARGET_RATIO else "MISSES"
+    return f"{met} the target: {ratio:.2f}x the NVRTC baseline's CPU (<= {COLD_TARGET_RATIO:.2f}x)"
+
+
+def warm_verdict(row: dict) -> str:
+    """The issue's target for a cache hit: at most WARM_TARGET_S seconds."""
+    met = "meets" if row["seconds"] <= WARM_TARGET_S else "MISSES"
+    return f"{met} the target (<= {WARM_TARGET_S} s)"
+
+
 def dsl_rows(arch: str, add) -> None:
     """The same GEMM cell in the CuTe DSL (benchmarks/dsl_compile.py's tensor-op GEMM): cold compile
     in a fresh process, best of two (targets: <= 2 s on a 2-core CPU, <= 1 s on the GPU machine),
@@ -123,11 +266,12 @@ def dsl_rows(arch: str, add) -> None:
         from benchmarks.dsl_compile import KERNELS, cold_run
         import gemmlab.dsl as dsl
     except Exception as exc:  # noqa: BLE001 - the DSL is optional here
-        print(f"CuTe DSL rows skipped: {exc}")
+        print(f"CuTe DSL rows skipped: {exc}", file=sys.stderr)
         return
     colds = [cold_run(KERNELS["tensorop"], arch) for _ in range(2)]
     best = min(c["cold"] for c in colds)
-    add("CuTe DSL tensor-op GEMM, cold compile (fresh process, best of 2)", {"seconds": best})
+    add("CuTe DSL tensor-op GEMM, cold compile (fresh process, best of 2)", {"seconds": best},
+        verdict=f"{'meets' if best <= 2.0 else 'MISSES'} the 2-core target (<= 2 s)")
     import importlib
 
     import torch
@@ -137,90 +281,129 @@ def dsl_rows(arch: str, add) -> None:
     dsl.compile(module.gemm, *args, arch=arch)
     start = time.perf_counter()
     kernel = dsl.compile(module.gemm, *args, arch=arch)
-    add(f"CuTe DSL GEMM, re-run of an unchanged cell ({'cached' if kernel.cached else 'RECOMPILED'})",
-        {"seconds": time.perf_counter() - start})
+    row = {"seconds": time.perf_counter() - start}
+    add(f"CuTe DSL GEMM, re-run of an unchanged cell ({'cached' if kernel.cached else 'RECOMPILED'})", row,
+        verdict=warm_verdict(row))
 
 
-def base_options(arch: str, lineinfo: bool = True, default_device: bool = True) -> list[str]:
-    opts = [f"--gpu-architecture={arch}", "-std=c++17", "-DNDEBUG", "--ptxas-options=-v"]
-    if default_device:
-        opts.append("-default-device")
-    if lineinfo:
-        opts.append("-lineinfo")
-    return opts
+def warm_seconds(arch: str, repeats: int = 5) -> float:
+    """Median wall time of a cache hit of the CuTe GEMM in gemmlab.compile_to (no Kernel built)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        hit = compiler.compile_to(CUTE, "gemm", arch=arch, use_cache=True)
+        times.append(time.perf_counter() - start)
+        if not hit.cached:
+            raise SystemExit("the warm row compiled instead of hitting the cache: the cache key is unstable")
+    return statistics.median(times)
+
+
+def chosen_levers(args: argparse.Namespace) -> list[str]:
+    """Lever keys to run: --levers, else all of them, or with --quick only the PCH (and the trace with --trace)."""
+    if args.levers:
+        keys = [k.strip() for k in args.levers.split(",") if k.strip()]
+        unknown = [k for k in keys if k not in LEVERS and k not in SPECIAL_LEVERS]
+        if unknown:
+            raise SystemExit(f"unknown lever(s) {', '.join(unknown)}; choose from "
+                             f"{', '.join([*SPECIAL_LEVERS, *LEVERS])}")
+        return keys
+    if args.quick:
+        return ["pch", "trace"] if args.trace else ["pch"]
+    return [*SPECIAL_LEVERS, *LEVERS]
+
+
+def print_table(rows: list[tuple[str, dict]]) -> None:
+    """The table: one line per row (wall, CPU, registers/spills, verdict), NVRTC's phases under it."""
+    print(f"\n{'':<62} {'wall':>9} {'CPU':>9}  {'':<20}  verdict")
+    for label, row in rows:
+        regs = f"{row['registers']:>4} regs {row['spills']:>4} B spill" if "registers" in row else " " * 20
+        cpu = f"{row['cpu']:>7.2f} s" if "cpu" in row else " " * 9
+        print(f"{label:<62} {row['seconds']:>7.3f} s {cpu}  {regs}  {row.get('verdict', '')}")
+        if row.get("phases"):
+            print(f"{'':<6}phases: {row['phases']}")
+        for inst in row.get("instantiations", []):
+            print(f"{'':<6}{inst['total_s']:6.2f} s total {inst['self_s']:6.2f} s own  x{inst['count']:<3} "
+                  f"{inst['what'][:120]}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="sm_90a")
-    parser.add_argument("--quick", action="store_true", help="only cold, warm, WMMA and PCH")
+    parser.add_argument("--quick", action="store_true", help="only cold, warm, WMMA, baseline and PCH")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--no-dsl", action="store_true", help="skip the CuTe DSL rows")
     parser.add_argument("--trace", action="store_true", help="with --quick: also the -fdevice-time-trace row")
+    parser.add_argument("--levers", help=f"only these NVRTC rows after the baseline, comma-separated: "
+                                         f"{', '.join([*SPECIAL_LEVERS, *LEVERS])}")
     args = parser.parse_args(argv)
     arch = args.arch
+    levers = chosen_levers(args)
     # Always an empty cache of our own: the "cold" row must compile (tools/gpu_suite.sh exports a
     # shared GEMMLAB_CACHE that the GPU tests have filled).
     os.environ["GEMMLAB_CACHE"] = tempfile.mkdtemp(prefix="gemmlab-bench-cache-")
     rows: list[tuple[str, dict]] = []
 
-    def add(label: str, row: dict) -> None:
+    def add(label: str, row: dict, verdict: str = "") -> dict:
+        row["verdict"] = verdict
         rows.append((label, row))
-        extra = f"  [{row['phases']}]" if row.get("phases") else ""
-        status = "" if row.get("ok", True) else f"  FAILED: {row.get('error')}"
-        regs = f"{row['registers']:>4} regs {row['spills']:>4} B spill" if "registers" in row else " " * 20
-        cpu = f"{row['cpu']:>7.2f} s" if "cpu" in row else " " * 9
-        print(f"{label:<58} {row['seconds']:>7.2f} s {cpu}  {regs}{extra}{status}", flush=True)
+        cpu = f", CPU {row['cpu']:.2f} s" if "cpu" in row else ""
+        print(f"  done: {label.strip()}: {row['seconds']:.3f} s{cpu}", file=sys.stderr, flush=True)
+        return row
 
-    print(f"NVRTC {toolchain.versions()['nvrtc']}, CUTLASS {toolchain.versions()['cutlass']}, arch {arch}, "
-          f"{os.cpu_count()} CPUs")
-    print(f"{'':<58} {'wall':>9} {'CPU':>9}  (CPU time is the fair comparison on a shared machine)\n")
+    versions = toolchain.versions()
+    print(f"NVRTC {versions['nvrtc']}, CUTLASS {versions['cutlass']}, arch {arch}, {os.cpu_count()} CPUs; "
+          f"CPU time is the fair comparison on a shared machine")
 
     # gemmlab.compile as a student meets it.
     start, cpu = time.perf_counter(), cpu_seconds()
     cold = compiler.compile_to(CUTE, "gemm", arch=arch, use_cache=True)
     worker.stop_all()  # reaps the worker process, so RUSAGE_CHILDREN holds its start-up and compile
-    add("CuTe GEMM, gemmlab.compile cold (cache empty, worker started)",
-        {"seconds": time.perf_counter() - start, "cpu": cpu_seconds() - cpu, "registers": cold.resources.registers,
-         "spills": cold.resources.spill_stores_bytes + cold.resources.spill_loads_bytes})
+    cold_row = add("CuTe GEMM, gemmlab.compile cold (cache empty, worker started)",
+                   {"seconds": time.perf_counter() - start, "cpu": cpu_seconds() - cpu,
+                    "registers": cold.resources.registers,
+                    "spills": cold.resources.spill_stores_bytes + cold.resources.spill_loads_bytes})
+    warm_row = add("CuTe GEMM, gemmlab.compile warm (cache hit only, median of 5)", {"seconds": warm_seconds(arch)})
+    warm_row["verdict"] = warm_verdict(warm_row)
     start = time.perf_counter()
     from gemmlab.kernel import Kernel
 
     warm = Kernel(compiler.compile_to(CUTE, "gemm", arch=arch, use_cache=True))
     add("CuTe GEMM, gemmlab.compile warm (cache hit, Kernel built)",
         {"seconds": time.perf_counter() - start, "registers": warm.resources.registers,
-         "spills": warm.resources.spill_stores_bytes + warm.resources.spill_loads_bytes})
+         "spills": warm.resources.spill_stores_bytes + warm.resources.spill_loads_bytes},
+        verdict="for reference: the cache hit and building its Kernel")
     start = time.perf_counter()
     w = compiler.compile_to(WMMA, "wmma_gemm", arch=arch, use_cache=False)
+    worker.stop_all()
     add("raw CUDA WMMA GEMM, cold", {"seconds": time.perf_counter() - start, "registers": w.resources.registers,
-                                     "spills": w.resources.spill_stores_bytes})
+                                     "spills": w.resources.spill_stores_bytes},
+        verdict="for contrast: no CuTe headers")
 
-    # Levers, each one NVRTC compile of the CuTe GEMM.
-    add("NVRTC baseline (gemmlab's options)", nvrtc_compile(CUTE, "gemm", base_options(arch)))
-    with tempfile.TemporaryDirectory() as pch_dir:
-        pch = [*base_options(arch), "--pch", f"--pch-dir={pch_dir}"]
-        add("  --pch, first compile (creates the PCH, heap 1 GiB)", nvrtc_compile(CUTE, "gemm", pch, 1 << 30))
-        add("  --pch, second compile (uses it)", nvrtc_compile(CUTE, "gemm", pch, 1 << 30))
-    if args.trace or not args.quick:
+    # Levers, each one NVRTC compile of the CuTe GEMM beside the baseline.
+    base = add("NVRTC baseline (gemmlab's options)", nvrtc_compile(CUTE, "gemm", baseline_options(arch)),
+               verdict="the reference for every row below")
+    cold_row["verdict"] = cold_verdict(cold_row, base)
+    if "pch" in levers:
+        with tempfile.TemporaryDirectory() as pch_dir:
+            pch = [*baseline_options(arch), "--pch", f"--pch-dir={pch_dir}"]
+            row = add("  --pch, first compile (creates the PCH, heap 1 GiB)", nvrtc_compile(CUTE, "gemm", pch, 1 << 30))
+            row["verdict"] = lever_verdict(row, base) + " (pays for the PCH)"
+            row = add("  --pch, second compile (uses it)", nvrtc_compile(CUTE, "gemm", pch, 1 << 30))
+            row["verdict"] = lever_verdict(row, base) + " (after the first)"
+    if "trace" in levers:
         with tempfile.TemporaryDirectory() as tmp:
-            trace = Path(tmp) / "trace.json"
-            add("  -fdevice-time-trace (where the front end's time goes)",
-                nvrtc_compile(CUTE, "gemm", [*base_options(arch), f"-fdevice-time-trace={trace}"]))
-            for seconds, what in heaviest_instantiations(trace):
-                print(f"      {seconds:6.2f} s  {what}")
-    if not args.quick:
-        lean = re.sub(r"#include <cute/tensor.hpp>", LEAN_INCLUDES, CUTE)
-        add("  lean includes (cute/tensor.hpp minus cooperative_*, print_*)", nvrtc_compile(lean, "gemm", base_options(arch)))
-        add("  without -lineinfo", nvrtc_compile(CUTE, "gemm", base_options(arch, lineinfo=False)))
-        add("  without -default-device", nvrtc_compile(CUTE, "gemm", base_options(arch, default_device=False)))
-        for extra in (["-Xptxas", "-O1"], ["--extensible-whole-program"], ["--split-compile=0"], ["--minimal"],
-                      ["-std=c++20"], ["--dopt=on"]):
-            add(f"  {' '.join(extra)}", nvrtc_compile(CUTE, "gemm", [*base_options(arch), *extra]))
-        add("  PTX only (compute_ arch: front end + NVVM, no ptxas)",
-            nvrtc_compile(CUTE, "gemm", base_options(arch.replace("sm_", "compute_"))))
-        add("  --minimal, cudaStream_t declared by hand (CUTLASS needs it)",
-            nvrtc_compile("typedef struct CUstream_st* cudaStream_t;\n" + CUTE, "gemm",
-                          [*base_options(arch), "--minimal"]))
+            option, trace = time_trace_option(Path(tmp) / "trace")
+            row = add("  -fdevice-time-trace (where the front end's time goes)",
+                      nvrtc_compile(CUTE, "gemm", [*baseline_options(arch), option]))
+            row["instantiations"] = [vars(i) for i in heaviest_instantiations(trace)]
+            row["verdict"] = ("diagnostic: top 10 instantiations below (total includes nested ones)"
+                              if row["instantiations"] else f"diagnostic: NO instantiations found in {trace.name}")
+    for key in levers:
+        if key in LEVERS:
+            lever = LEVERS[key]
+            source = lever.source(CUTE) if lever.source else CUTE
+            row = add(lever.label, nvrtc_compile(source, "gemm", lever_options(arch, lever)))
+            row["verdict"] = lever.diagnostic if lever.diagnostic and row["ok"] else lever_verdict(row, base)
 
     if not args.no_dsl:
         dsl_rows(arch, add)
@@ -246,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         add("bench_gemm 4096^3 (total wall time)", {"seconds": time.perf_counter() - start})
         print(bench)
 
+    print_table(rows)
     if args.json:
         Path(args.json).write_text(json.dumps([{"label": k, **v} for k, v in rows], indent=1))
     return 0
