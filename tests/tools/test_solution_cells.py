@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT
 spec = importlib.util.spec_from_file_location("solution_cells", ROOT / "tools" / "solution_cells.py")
 solution_cells = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(solution_cells)

@@ -5,13 +5,12 @@
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 import gemmlab
 
-from mma04_solutions import CTA_TILE, cpp_sources, cta_example, dsl_module, tile_example
+from tests.support.mma04_solutions import CTA_TILE, cpp_sources, cta_example, dsl_module, tile_example
 
 pytestmark = pytest.mark.gpu
 

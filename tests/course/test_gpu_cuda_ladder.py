@@ -6,16 +6,12 @@ ldmatrix, and the last rung reaches the issue's target against cuBLAS."""
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 import solution_cells  # noqa: E402
-from nn_gemm_cases import check_padded_rows  # noqa: E402
-from test_cuda_ladder import ASSIGNMENT, TAGS, cell_by_grade_id  # noqa: E402
+from tests.support.nn_gemm_cases import check_padded_rows  # noqa: E402
+from tests.course.test_cuda_ladder import ASSIGNMENT, TAGS, cell_by_grade_id  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ANY_SHAPE_RUNGS = ["ladder_naive", "ladder_smem", "ladder_any"]

@@ -7,18 +7,12 @@ prints a record the leaderboard reads, and the solution earns the full speed poi
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import solution_cells  # noqa: E402
-from test_capstone import _by_id, _run_speed_cell  # noqa: E402
+from tests.course.test_capstone import _by_id, _run_speed_cell  # noqa: E402
 
 from autograder import leaderboard as lb  # noqa: E402
 

@@ -6,15 +6,12 @@ GPU runs of the same kernels are in tests/test_gpu_pipelining.py.
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+from tests.support import ROOT
 import solution_cells  # noqa: E402
 
 ASSIGNMENT = "06_pipelining"

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+from tests.support import ROOT
 import solution_cells  # noqa: E402
 
 ASSIGNMENT = "08_cuda_ladder"

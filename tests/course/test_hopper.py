@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -15,8 +14,7 @@ import torch
 
 import gemmlab
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+from tests.support import ROOT
 import solution_cells  # noqa: E402
 
 ASSIGNMENT = "07_hopper"

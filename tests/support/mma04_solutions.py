@@ -7,11 +7,8 @@ module and imported.
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 from solution_cells import cell_source, load_namespace  # noqa: E402
 
 ASSIGNMENT = "04_mma"

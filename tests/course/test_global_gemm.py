@@ -2,14 +2,10 @@
 sm_90a (CPU, so CI catches a compile break) for every vector width the launcher can pick."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 import solution_cells  # noqa: E402
 
 ASSIGNMENT = "05_global_gemm"

@@ -37,7 +37,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT
 ASSIGNMENT = "01_layouts_and_partitioning"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 STUDENT = "alice"
@@ -350,7 +350,6 @@ def _highlighted(src: str):
     import io
 
     import matplotlib.image
-    import numpy as np
 
     assert src and src.startswith("data:image/png;base64,"), f"expected a PNG data URL, got {src[:60]!r}"
     rgb = matplotlib.image.imread(io.BytesIO(base64.b64decode(src.split(",", 1)[1])), format="png")[..., :3]

@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests import grading_fixtures as gf
+from tests.support import grading_fixtures as gf
 
 pytestmark = pytest.mark.gpu
 

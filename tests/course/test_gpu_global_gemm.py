@@ -4,15 +4,11 @@ gemmlab.isolate with a kernel that really faults (misaligned address) or hangs i
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 import solution_cells  # noqa: E402
-from nn_gemm_cases import check_padded_rows  # noqa: E402
+from tests.support.nn_gemm_cases import check_padded_rows  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ASSIGNMENT = "05_global_gemm"

@@ -5,14 +5,10 @@ against cuBLAS. The kernels come from the solutions notebook by cell tag.
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 import solution_cells  # noqa: E402
 
 pytestmark = pytest.mark.gpu

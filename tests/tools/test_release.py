@@ -4,15 +4,13 @@ solutions notebook must run top to bottom on a machine without a GPU (GPU cells 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+from tests.support import ROOT
 import release  # noqa: E402
 
 ASSIGNMENTS = release.assignments()
@@ -86,11 +84,7 @@ def _run_solutions(assignment: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_solutions_run_without_gpu(assignment: str) -> None:
-    from gemmlab.gpu import has_gpu
-
-    if has_gpu():
-        pytest.skip("a GPU is present: test_solutions_run_on_gpu covers this")
+def test_solutions_run_without_gpu(assignment: str, no_gpu: None) -> None:
     _run_solutions(assignment)
 
 

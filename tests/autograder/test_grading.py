@@ -1,6 +1,6 @@
 """The class-scale grader (autograder/): sandbox, integrity, limits, gradebook, feedback, Ray.
 
-CPU only. Planted hostile submissions of every kind in tests/grading_fixtures.py go through the
+CPU only. Planted hostile submissions of every kind in tests/support/grading_fixtures.py go through the
 instructor CLI exactly as autograder/README.md says; each must lose only the points of the tests
 it breaks or cheats on, the others must grade normally, and the gradebook must stay intact.
 Needs bubblewrap (`apt-get install -y bubblewrap`; scripts/test.sh installs it where it can).
@@ -17,11 +17,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT
 # A GPU node set up from the wheelhouse's gpu-test profile has no nbgrader: `pytest -m gpu` skips this
 # file there instead of failing to collect it (the gpu-grade profile carries nbgrader).
 pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
-from tests import grading_fixtures as gf  # noqa: E402
+from tests.support import grading_fixtures as gf  # noqa: E402
 from autograder.harness import sandbox as sb  # noqa: E402
 from autograder.harness.assemble import assemble, grade_id  # noqa: E402
 
@@ -293,17 +293,6 @@ def test_ray_workers_retry_infrastructure_failures_without_double_counting(cours
         assert scores[f"ray_{kind}"][0] == gf.EXPECTED[kind], (kind, scores[f"ray_{kind}"])
     for r in results:
         assert len(c.results.attempts("tiny", r.student)) == 1
-
-
-@pytest.mark.parametrize("kind", sorted(gf.GPU_KERNELS))
-def test_gpu_fixture_kernels_compile(kind: str) -> None:
-    """The GPU grading test's hostile kernels compile (sm_90a), so the GPU run tests what it means to."""
-    import gemmlab
-
-    src = ("#include <cuda_fp16.h>\nextern \"C\" __global__ void gemm_tn(const __half* A, const __half* B, __half* D, "
-           "int M, int N, int K) {\n" + gf.GPU_KERNELS[kind] + "\n}\n")
-    k = gemmlab.compile(src, "gemm_tn", arch="sm_90a")
-    assert "gemm_tn" in k.ptx
 
 
 @needs_bwrap

@@ -6,7 +6,6 @@ import os
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
@@ -14,7 +13,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import gemmlab  # noqa: E402
 import gemmlab.layout as L  # noqa: E402
 
-from mma04_solutions import cpp_sources, cta_example, dsl_module, tile_example  # noqa: E402
+from tests.support.mma04_solutions import cpp_sources, cta_example, dsl_module, tile_example  # noqa: E402
 
 MMA16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 

@@ -10,16 +10,13 @@ import copy
 import io
 import json
 import math
-import sys
 import types
 from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT))
+from tests.support import ROOT
 import solution_cells  # noqa: E402
 
 from autograder import leaderboard as lb  # noqa: E402

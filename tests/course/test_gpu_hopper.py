@@ -7,15 +7,12 @@ runs only on an sm_100 GPU. Kernels come from the solutions notebook by cell tag
 """
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
 import solution_cells  # noqa: E402
 
 pytestmark = pytest.mark.gpu
