@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not has_gpu():
         print("benchmarks/solutions.py needs a CUDA GPU: it runs and times the kernels. "
-              "Run it on a GPU machine (tests/test_solutions_bench.py covers the CPU-side logic).")
+              "Run it on a GPU machine (tests/benchmarks/test_solutions.py covers the CPU-side logic).")
         return 2
     import torch
 

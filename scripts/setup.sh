@@ -30,7 +30,7 @@ if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-ge
     || echo "could not install bubblewrap: the grader's sandbox tests will skip" >&2
 fi
 
-# --with-browser (scripts/test.sh passes it): tests/test_browser.py drives JupyterLab with
+# --with-browser (scripts/test.sh passes it): tests/course/test_browser.py drives JupyterLab with
 # Playwright in Debian's Chromium; Playwright's own browser downloads are never used. As
 # root on Debian (as in CI) install the `chromium` package; elsewhere those tests skip
 # unless GEMMLAB_CHROMIUM names a Chromium binary.
@@ -44,7 +44,7 @@ if [ "${1:-}" = "--with-browser" ] && [ -z "${GEMMLAB_CHROMIUM:-}" ] \
       || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
       || echo "warning: apt-get could not install chromium; the browser tests will fail" >&2
   else
-    echo "note: no Chromium here; tests/test_browser.py will skip (install Debian's chromium" \
+    echo "note: no Chromium here; tests/course/test_browser.py will skip (install Debian's chromium" \
          "package as root, or set GEMMLAB_CHROMIUM to a Chromium binary)." >&2
   fi
 fi

@@ -60,7 +60,7 @@ for part in $PARTS; do
       jobs=${GEMMLAB_SUITE_JOBS:-4}
       rm -f "$OUT"/tests-[0-9]*.log
       # SERIAL: GPU tests that need the GPU to themselves (the grader's hostile "hog" takes all its memory).
-      serial=(tests/test_gpu_grading.py)
+      serial=(tests/autograder/test_gpu_grading.py)
       ignore=(); for f in "${serial[@]}"; do ignore+=(--ignore="$f"); done
       if python3 -c "import xdist" 2>/dev/null; then
         # pytest-xdist hands out single tests, so a file's many cold compiles run side by side.

@@ -120,7 +120,7 @@ def watched_stream() -> Iterator[Any]:
     wait for work the function left running on a side stream, and "finished when it returned"
     could not be checked. A stream of our own, which no student code was given, runs the
     snapshot as soon as the work queued on it is done; the GPU test of a side-stream launch
-    (tests/test_gpu_grading.py) checks this.
+    (tests/autograder/test_gpu_grading.py) checks this.
     """
     import torch
 
