@@ -103,7 +103,7 @@ def parse_record(cell: dict) -> dict | None:
     return found
 
 
-def _ratios(record: dict) -> dict:
+def ratios_of(record: dict) -> dict:
     out = {}
     for run in record.get("runs", []):
         try:
@@ -136,7 +136,7 @@ def entry_from_notebook(student: str, path: Path) -> Entry:
     entry = Entry(student, "failed", correct=correct)
     record = parse_record(speed)
     if record is not None:
-        entry.ratios = _ratios(record)
+        entry.ratios = ratios_of(record)
         entry.device = _one_line(record.get("device", ""), 60)
         entry.description = _one_line(record.get("description", ""))
         try:

@@ -59,6 +59,11 @@ def _deadline(wait_s: float | None) -> float:
     return time.monotonic() + min(per_wait, left)
 
 
+def waited_seconds() -> float:
+    """Seconds this process spent in lock waits that ran out (a holder kept the lock too long)."""
+    return _waited_s
+
+
 def _ran_out(seconds: float) -> None:
     global _waited_s
     _waited_s += seconds
@@ -188,4 +193,4 @@ def lock_file_for(gpu: str, folder: str | os.PathLike | None = None) -> str:
     return str(path)
 
 
-__all__ = ["compiling", "exclusive_timing", "lock_file_for", "shared_gpu_work"]
+__all__ = ["compiling", "exclusive_timing", "lock_file_for", "shared_gpu_work", "waited_seconds"]

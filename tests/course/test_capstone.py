@@ -124,7 +124,7 @@ def test_speed_cell_points_follow_the_documented_scale_and_the_record_parses(r40
                          "metadata": {}, "execution_count": 1}]}
     record = lb.parse_record(cell)
     assert record is not None, text
-    assert lb._ratios(record) == pytest.approx(ratios, abs=1e-4)
+    assert lb.ratios_of(record) == pytest.approx(ratios, abs=1e-4)
     assert record["score"] == pytest.approx(score, abs=1e-4) and record["points"] == points
     assert record["description"] == "test kernel | fast" and "H100" in record["device"]
 
@@ -278,5 +278,5 @@ def test_cell_outputs_as_lists_of_lines_are_read(tmp_path: Path) -> None:
     # nbformat may store text as a list of lines on disk
     line = _record_line((0.7, 0.7, 0.7, 0.7))
     cell = {"outputs": [{"output_type": "stream", "name": "stdout", "text": ["x\n", line[:20], line[20:]]}]}
-    assert lb._ratios(lb.parse_record(cell))[(8192, "bfloat16")] == pytest.approx(0.7)
+    assert lb.ratios_of(lb.parse_record(cell))[(8192, "bfloat16")] == pytest.approx(0.7)
     assert copy.deepcopy(cell) == cell

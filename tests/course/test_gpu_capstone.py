@@ -64,7 +64,7 @@ def test_speed_cell_records_and_the_solution_earns_full_speed_points(ns: dict) -
     print("\n" + text)
     record = lb.parse_record({"outputs": [{"output_type": "stream", "name": "stdout", "text": text}]})
     assert record is not None, f"no record line in the speed cell's output:\n{text}"
-    ratios = lb._ratios(record)
+    ratios = lb.ratios_of(record)
     assert set(ratios) == {(n, d) for n in (4096, 8192) for d in ("float16", "bfloat16")}
     assert record["points"] == points
     assert points == 3.0, (f"the solution scores S = {record['score']:.3f} ({points:g} of 3 speed points); "

@@ -102,7 +102,7 @@ def test_isolated_fault_is_named_and_this_process_survives():
     import torch
 
     import gemmlab
-    from gemmlab import kernel as gk
+    from gemmlab.runtime import faults
     from gemmlab.isolate import IsolatedJobError
 
     x = torch.arange(8.0, device="cuda")          # this process has a live context before...
@@ -110,7 +110,7 @@ def test_isolated_fault_is_named_and_this_process_survives():
     with pytest.raises(IsolatedJobError) as info:
         gemmlab.run_isolated(JOB, NAIVE, (1000, 1001, 999), timeout_s=120)
     assert info.value.cuda_error == "misaligned address", str(info.value)
-    assert gk._context_lost is None
+    assert faults.lost_reason() is None
     assert (x * 2).sum().item() == 56.0             # ...and after the child's fault
 
 

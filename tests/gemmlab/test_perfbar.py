@@ -24,7 +24,7 @@ def with_gpu(monkeypatch):
     calls: list = []
 
     def install(ratio: float):
-        monkeypatch.setattr(perfbar._bench, "bench_gemm", fake_bench(ratio, calls))
+        monkeypatch.setattr(gemmlab.bench, "bench_gemm", fake_bench(ratio, calls))
         return calls
     return install
 

@@ -96,7 +96,7 @@ def test_waits_that_succeed_cost_nothing_of_the_budget(lock: str, monkeypatch) -
         with shared_gpu_work() as got:
             assert got is True
         timing.wait(timeout=30)
-    assert timing_lock._waited_s == 0.0
+    assert timing_lock.waited_seconds() == 0.0
 
 
 def test_checks_share_the_gpu_but_not_with_a_timing(lock: str) -> None:
