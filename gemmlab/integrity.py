@@ -44,13 +44,46 @@ def grading_mode() -> bool:
     return os.environ.get("GEMMLAB_GRADING") == "1"
 
 
+#: torch operators a launcher may run around its kernel: allocating, viewing, copying and filling
+#: memory. Anything else computes, and a graded GEMM call must compute only in the student's kernel:
+#: an allow-list, so that a product assembled from elementwise torch operators (a broadcast multiply
+#: and a sum, an index_add, a cumsum...) is caught as a class, not operator by operator.
+DATA_MOVEMENT = frozenset({
+    # allocation
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "resize_",
+    # views and metadata
+    "view", "_unsafe_view", "view_as", "reshape", "_reshape_alias", "as_strided", "as_strided_", "t",
+    "transpose", "permute", "expand", "expand_as", "unsqueeze", "squeeze", "slice", "select", "narrow",
+    "unbind", "split", "split_with_sizes", "chunk", "flatten", "unflatten", "alias", "detach", "lift_fresh",
+    "view_as_real", "view_as_complex", "unfold", "movedim", "set_", "is_same_size", "is_pinned",
+    "_has_compatible_shallow_copy_type", "record_stream", "_local_scalar_dense",
+    # copies and fills
+    "copy_", "_to_copy", "to", "clone", "contiguous", "fill_", "zero_", "_copy_from", "_copy_from_and_resize",
+})
+
+
+def _op_name(func: Any) -> str:
+    return func._schema.name.split("::")[-1]
+
+
+def _host_copy(name: str, args: Any, kwargs: dict) -> bool:
+    """Whether a copy operator moves a CUDA tensor to the host."""
+    src = args[1] if name != "_to_copy" and len(args) > 1 else args[0] if args else None
+    dst = args[0] if name != "_to_copy" else None
+    to_cpu = (kwargs.get("device") is not None and str(kwargs["device"]).startswith("cpu")) \
+        if name == "_to_copy" else getattr(getattr(dst, "device", None), "type", "") == "cpu"
+    return getattr(getattr(src, "device", None), "type", "") == "cuda" and to_cpu
+
+
 @contextmanager
 def library_guard(enabled: bool = True) -> Iterator[list[str]]:
-    """Record the library GEMMs (and device-to-host copies) torch runs inside the block.
+    """Record the torch computation run inside the block: library GEMMs, any other operator that
+    computes (everything outside :data:`DATA_MOVEMENT`), and device-to-host copies.
 
-    Yields a list that fills with what was seen, e.g. ``["aten::mm"]``. The torch operators are
-    watched through a ``TorchDispatchMode``; libraries called around torch (cuBLAS through
-    ctypes, CuPy) are not seen (docs/THREAT_MODEL.md).
+    Yields a list that fills with what was seen, e.g. ``["aten::mm"]`` or ``["aten::mul", "aten::sum"]``.
+    The torch operators are watched through a ``TorchDispatchMode``; libraries called around torch
+    (cuBLAS through ctypes, CuPy) are not seen (docs/THREAT_MODEL.md).
     """
     seen: list[str] = []
     if not enabled:
@@ -61,16 +94,11 @@ def library_guard(enabled: bool = True) -> Iterator[list[str]]:
     class _Watch(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
-            name = func._schema.name.split("::")[-1]
-            if name in LIBRARY_GEMMS:
+            name = _op_name(func)
+            if name in LIBRARY_GEMMS or name not in DATA_MOVEMENT:
                 seen.append(f"aten::{name}")
-            elif name in ("_to_copy", "copy_", "_copy_from"):
-                src = args[1] if name != "_to_copy" and len(args) > 1 else args[0] if args else None
-                dst = args[0] if name != "_to_copy" else None
-                to_cpu = (kwargs.get("device") is not None and str(kwargs["device"]).startswith("cpu")) \
-                    if name == "_to_copy" else getattr(getattr(dst, "device", None), "type", "") == "cpu"
-                if getattr(getattr(src, "device", None), "type", "") == "cuda" and to_cpu:
-                    seen.append("a copy to the host")
+            elif name in ("_to_copy", "copy_", "_copy_from") and _host_copy(name, args, kwargs):
+                seen.append("a copy to the host")
             return func(*args, **kwargs)
 
     with _Watch():
@@ -81,7 +109,7 @@ def library_message(seen: list[str]) -> str:
     """Why a call that ran ``seen`` (from :func:`library_guard`) fails a graded check."""
     names = ", ".join(sorted(set(seen)))
     return (f"your function used {names} instead of computing the product in your own kernel: "
-            "graded checks time and verify your kernel, not torch's or cuBLAS's GEMM")
+            "graded checks time and verify your kernel, not torch's or cuBLAS's arithmetic")
 
 
 # --------------------------------------------------------------------------- late / other-stream work

@@ -8,10 +8,14 @@ from gemmlab.integrity import grading_mode, late_work_message, library_guard, li
 torch = pytest.importorskip("torch")
 
 
-def test_library_guard_records_matrix_products_and_nothing_else() -> None:
+def test_library_guard_records_torch_computation_and_not_data_movement() -> None:
     A, B = torch.randn(4, 3), torch.randn(5, 3)
-    with library_guard() as seen:
-        (A[:, None, :] * B[None, :, :]).sum(-1)
+    with library_guard() as seen:                          # what a launcher does around its kernel
+        D = torch.empty(4, 5)
+        D.fill_(float("nan"))
+        A.contiguous().view(-1).narrow(0, 1, 2).clone()
+        D.copy_(torch.zeros_like(D).t().t())
+        A.half().float()
     assert seen == []
     with library_guard() as seen:
         torch.matmul(A, B.T)
@@ -22,6 +26,24 @@ def test_library_guard_records_matrix_products_and_nothing_else() -> None:
     assert seen == []
     assert "instead of computing the product in your own kernel" in library_message(["aten::mm", "aten::mm"])
     assert library_message(["aten::mm", "aten::mm"]).count("aten::mm") == 1
+
+
+@pytest.mark.parametrize("product", [
+    lambda A, B: (A[:, None, :] * B[None, :, :]).sum(-1),                       # broadcast multiply and sum
+    lambda A, B: torch.stack([(A * b).sum(1) for b in B], 1),                     # row by row
+    lambda A, B: torch.zeros(A.shape[0], B.shape[0]).index_add_(1, torch.arange(B.shape[0]), (A @ B.T)),
+    lambda A, B: (A.unsqueeze(1) * B).cumsum(-1)[..., -1],                        # a scan's last element
+    lambda A, B: torch.nn.functional.conv1d(A[None], B[:, :, None].transpose(1, 2).transpose(1, 2)),
+])
+def test_any_torch_arithmetic_is_seen(product) -> None:
+    """Not a list of GEMM-like operators: whatever computes in torch is caught, as a class."""
+    A, B = torch.randn(4, 3), torch.randn(5, 3)
+    with library_guard() as seen:
+        try:
+            product(A, B)
+        except RuntimeError:  # a shape the operator refuses still ran through the guard first
+            pass
+    assert seen, "torch computed and the guard saw nothing"
 
 
 def test_grading_mode_follows_the_environment(monkeypatch) -> None:
