@@ -36,8 +36,6 @@ def test_solution_launcher_passes_the_graded_check(assignment: str, name: str) -
 
 def test_torch_elementwise_product_fails_the_graded_check() -> None:
     """A "kernel" that is torch broadcasting (no library GEMM, no kernel of its own) earns nothing."""
-    import torch
-
     import gemmlab
 
     def broadcast(A, B, D):
