@@ -27,18 +27,20 @@ def _slice(t: Tensor, crd: Any) -> Tensor:
     return Tensor(t.engine, A.Layout(1, 0), t.offset + t.layout(crd))
 
 
+def _mode_coord(mode: Any, coord: Any) -> Any:
+    """``coord`` as a slice of one mode of a zipped divide: padded with None to the mode's rank."""
+    if not A.is_tuple(coord):
+        return coord
+    padded = _append_none(coord, A.rank(mode))
+    return padded if A.is_tuple(mode.shape) else padded[0]
+
+
 def inner_partition(x: Any, tiler: Any, coord: Any) -> Any:
     """``cute::inner_partition``: keep the tile, slice the rest mode with ``coord``."""
 
     def partition(t: Tensor) -> Tensor:
         tiled = t.with_layout(A.zipped_divide(t.layout, tiler))
-        mode0 = A.full_slice(tiled.layout[0].shape)
-        if A.is_tuple(coord):
-            rest = _append_none(coord, A.rank(tiled.layout[1]))
-            rest = rest if A.is_tuple(tiled.layout[1].shape) else rest[0]
-        else:
-            rest = coord
-        return _slice(tiled, (mode0, rest))
+        return _slice(tiled, (A.full_slice(tiled.layout[0].shape), _mode_coord(tiled.layout[1], coord)))
 
     return map_tensor(x, partition)
 
@@ -48,13 +50,7 @@ def outer_partition(x: Any, tiler: Any, coord: Any) -> Any:
 
     def partition(t: Tensor) -> Tensor:
         tiled = t.with_layout(A.zipped_divide(t.layout, tiler))
-        mode1 = A.full_slice(tiled.layout[1].shape)
-        if A.is_tuple(coord):
-            first = _append_none(coord, A.rank(tiled.layout[0]))
-            first = first if A.is_tuple(tiled.layout[0].shape) else first[0]
-        else:
-            first = coord
-        return _slice(tiled, (first, mode1))
+        return _slice(tiled, (_mode_coord(tiled.layout[0], coord), A.full_slice(tiled.layout[1].shape)))
 
     return map_tensor(x, partition)
 
