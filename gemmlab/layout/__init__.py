@@ -43,7 +43,7 @@ from .algebra import (
     zipped_divide,
     zipped_product,
 )
-from .atoms import CopyAtom, MmaAtom, copy_atom, copy_atom_names, mma_atom, mma_atom_names
+from .atoms import CopyAtom, MmaAtom, copy_atom, copy_atom_names, gmma_c_layout, mma_atom, mma_atom_names
 from .errors import LayoutError
 from .evaluate import layout_to_array, mode_sizes, tv_to_array, tv_to_tile_table
 from .printing import cute_str

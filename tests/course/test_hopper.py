@@ -29,7 +29,7 @@ def _cells(*grade_ids: str) -> dict:
     by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells}
     ns: dict = {}
     exec("import math, random, numpy as np, torch\nfrom gemmlab import layout as L, draw\n"
-         "from gemmlab.layout.atoms import gmma_c_layout\nimport matplotlib\nmatplotlib.use('Agg')\n"
+         "import matplotlib\nmatplotlib.use('Agg')\n"
          "import matplotlib.pyplot as plt\nshow = plt.close", ns)
     for gid in grade_ids:
         exec(by_id[gid], ns)
