@@ -1,22 +1,49 @@
-"""Each student's HTML report: per-test results in plain words, the outputs of the tests (check
-tables with failure heatmaps, performance bars), and their kernels on a roofline beside cuBLAS.
+"""Each student's HTML report, rendered from trusted data only.
 
-Built from the grading result, never from the instructor's notebook, so no hidden test source
-can appear: errors show only their name and message (tracebacks are dropped when grading),
-and outputs the notebook produced are shown in a sandboxed frame that runs no scripts.
+What the page is made of, and where each part comes from:
+
+- the grade: the score, each test's name, points, verdict and the grader's own words for it, from
+  the grading record (the numbers the gradebook holds), in a box of its own at the top;
+- the instructor's message for a failed test: a string of the test's visible source that the
+  error names (:func:`autograder.harness.outputs.visible_messages`), never the error text itself;
+- what the notebook printed and drew, and the check tables, heatmaps and kernel timings gemmlab
+  published there: only for tests that ran before any hidden test could reach the student's
+  process (:func:`autograder.harness.outputs.reached_by_hidden_tests`). Text is escaped into
+  ``<pre>`` blocks, pictures are decoded and re-encoded as PNG by the grader, tables and pictures
+  of published results are drawn here from their numbers, and all of it sits in boxes marked as
+  the notebook's, apart from the grade. No HTML, SVG or script from a notebook reaches the page;
+- the roofline: the timings of every test, drawn here and labelled by test name (a test may add
+  at most as many points as its source has timing calls).
+
+Hidden test code never appears: tests it ran in show only name, verdict, points and messages.
 """
 from __future__ import annotations
 
 import html
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from gemmlab.figures import figure_png, png_img_tag
+from gemmlab.figures import figure_img_tag, figure_png, png_img_tag
 
-from ..records import SubmissionResult
+from ..records import CellResult, PublishedResult, SubmissionResult
+from .assemble import grade_id
+from .outputs import for_feedback, reached_by_hidden_tests, visible_messages
 
-_STATUS = {"passed": ("#e6f4ea", "passed"), "failed": ("#fce8e6", "failed"), "tampered": ("#fce8e6", "void"),
-           "manual": ("#eef", "by hand"), "not_run": ("#f1f1f1", "not run")}
+#: The grader's colour and word for each verdict.
+STATUS = {"passed": ("#e6f4ea", "passed"), "failed": ("#fce8e6", "failed"), "tampered": ("#fce8e6", "void"),
+          "manual": ("#eef", "by hand"), "not_run": ("#f1f1f1", "not run"), "timeout": ("#fce8e6", "time limit"),
+          "died": ("#fce8e6", "kernel died"), "memory": ("#fce8e6", "memory limit"),
+          "output_limit": ("#fce8e6", "output limit")}
+#: Verdicts whose record message the grader writes from what it observed itself (limits, exit status).
+GRADER_WORDS = ("passed", "manual", "not_run", "timeout", "died", "memory", "output_limit")
+TAMPERED = "the notebook interfered with grading, so this test scores nothing (your instructor has the details)"
+FAILED = "the test failed"
+NOT_SHOWN = ("What this test printed is not shown: it ran after hidden tests, so it could repeat them. "
+             "The verdict and points above are all the feedback this test gives.")
+#: Calls in a test's source that each publish one timing.
+TIMING_CALLS = re.compile(r"\b(performance_bar|bench_gemm)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -37,12 +64,29 @@ def _point(label: str, bench: Any) -> PerfPoint:
                      float(bench.cublas_tflops), float(bench.ratio))
 
 
+def _finite_positive(p: PerfPoint) -> bool:
+    return all(math.isfinite(v) and v > 0 for v in (p.intensity, p.tflops, p.cublas_tflops)) and math.isfinite(p.ratio)
+
+
+def _test_cells(result: SubmissionResult) -> dict[tuple[str, str], dict]:
+    """(notebook, grade_id) → the instructor's test cell as it ran (from the record's notebooks)."""
+    cells = {}
+    for name, nb in result.executed.items():
+        for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
+            if isinstance(cell, dict) and grade_id(cell):
+                cells[(name, grade_id(cell))] = cell
+    return cells
+
+
 def perf_points(result: SubmissionResult) -> list[PerfPoint]:
     """The kernels timed in the graded cells, from the results gemmlab published there: each
-    performance bar, and each bench_gemm run that was not already a bar's timing."""
+    performance bar, and each bench_gemm run that was not already a bar's timing. Labelled by the
+    test's grade_id (the student's labels are not used); a test whose source the record has adds at
+    most as many points as that source has timing calls."""
     from gemmlab.bench import BenchResult
     from gemmlab.perfbar import PerfBarResult
 
+    sources = _test_cells(result)
     points = []
     for cell in result.cells:
         bars, benches = [], []
@@ -52,11 +96,18 @@ def perf_points(result: SubmissionResult) -> list[PerfPoint]:
                     bars.append(PerfBarResult.from_dict(published.data))
                 elif published.kind == "bench":
                     benches.append(BenchResult.from_dict(published.data))
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, AttributeError):
                 continue    # written by the student's process: a malformed record is left out
         timed_by_bars = [bar.bench for bar in bars]
-        points += [_point(cell.grade_id, bar.bench) for bar in bars]
-        points += [_point(f"{cell.grade_id}: {b.label}", b) for b in benches if b not in timed_by_bars]
+        mine = [_point(cell.grade_id, bar.bench) for bar in bars]
+        extra = [b for b in benches if b not in timed_by_bars]
+        mine += [_point(f"{cell.grade_id}: timing {i + 1}", b) for i, b in enumerate(extra)]
+        mine = [p for p in mine if _finite_positive(p)]
+        source = sources.get((cell.notebook, cell.grade_id))
+        if source is not None:
+            mine = mine[:len(TIMING_CALLS.findall(source.get("source", "") if isinstance(source.get("source"), str)
+                                                  else "".join(source.get("source") or [])))]
+        points += mine
     return points
 
 
@@ -81,50 +132,110 @@ def roofline_png(points: list[PerfPoint]) -> bytes:
     return figure_png(fig)
 
 
+# --------------------------------------------------------------------------- the grade (trusted)
+def _why(cell: CellResult, source: dict | None) -> str:
+    """The grader's words for a verdict, or the instructor's message the error names."""
+    if cell.status in GRADER_WORDS:
+        return cell.message
+    if cell.status == "tampered":
+        return TAMPERED
+    if cell.status == "failed" and source is not None:
+        messages = visible_messages(source)
+        said = (cell.evalue or "").strip().splitlines()
+        said = said[0].strip() if said else ""
+        if said in messages:
+            return f"{FAILED}: {said}"
+    return FAILED if cell.status == "failed" else ""
+
+
+def _grade_rows(result: SubmissionResult, sources: dict[tuple[str, str], dict]) -> str:
+    rows = []
+    for cell in result.cells:
+        colour, word = STATUS.get(cell.status, ("#fce8e6", "not graded"))
+        score = "—" if cell.score is None else f"{cell.score:g}"
+        why = _why(cell, sources.get((cell.notebook, cell.grade_id)))
+        rows.append(f"<tr style='background:{colour}'><td>{html.escape(cell.notebook)}</td>"
+                    f"<td>{html.escape(cell.grade_id)}</td><td>{score} / {cell.points:g}</td>"
+                    f"<td>{html.escape(word)}</td><td>{html.escape(why)}</td></tr>")
+    return "".join(rows)
+
+
+# --------------------------------------------------------------------------- the notebook's (untrusted)
 def _output_html(out: dict) -> str:
+    """One output in :func:`~autograder.harness.outputs.plain_output`'s form, escaped."""
     kind = out.get("output_type")
     if kind == "stream":
-        return f"<pre>{html.escape(_text(out.get('text', '')))}</pre>"
+        return f"<pre>{html.escape(out['text'])}</pre>"
     if kind == "error":
-        return f"<pre class='err'>{html.escape(out.get('ename', ''))}: {html.escape(out.get('evalue', ''))}</pre>"
+        return f"<pre class='err'>{html.escape(out['ename'])}: {html.escape(out['evalue'])}</pre>"
     data = out.get("data", {})
-    if "text/html" in data:
-        doc = _text(data["text/html"])
-        return f"<iframe sandbox srcdoc=\"{html.escape(doc, quote=True)}\" style='width:100%;height:420px;border:0'></iframe>"
-    if "image/png" in data:   # already base64 in the notebook
-        return f"<img alt='output' src='data:image/png;base64,{html.escape(_text(data['image/png']).strip())}'/>"
+    if "image/png" in data:   # re-encoded by the grader; still a picture the notebook drew
+        import base64
+
+        return png_img_tag(base64.b64decode(data["image/png"]), "a picture from your notebook")
     if "text/plain" in data:
-        return f"<pre>{html.escape(_text(data['text/plain']))}</pre>"
+        return f"<pre>{html.escape(data['text/plain'])}</pre>"
     return ""
 
 
-def _text(value) -> str:
-    return "".join(value) if isinstance(value, list) else str(value)
+def _check_html(published: PublishedResult) -> str:
+    """A published check drawn by the grader: its table (escaped) and its failure heatmap."""
+    from gemmlab.check import CheckResult
+    from gemmlab.errors import GemmlabError
+
+    try:
+        check = CheckResult.from_dict(published.data)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return ""
+    picture = ""
+    if not check.passed:
+        try:
+            picture = figure_img_tag(check.heatmap(), "wrong elements per output tile")
+        except (GemmlabError, TypeError, ValueError, IndexError):
+            picture = ""
+    return f"<pre>{html.escape(str(check))}</pre>{picture}"
+
+
+def _notebook_block(cell: CellResult, reached: bool) -> str:
+    """What the test's cell printed and published, in a box marked as the notebook's."""
+    if reached:
+        shown = "" if not (cell.outputs or cell.results) else f"<p class='note'>{html.escape(NOT_SHOWN)}</p>"
+    else:
+        shown = "".join(_output_html(o) for o in for_feedback(list(cell.outputs)))
+        shown += "".join(_check_html(r) for r in cell.results if r.kind == "check")
+    if not shown:
+        return ""
+    return (f"<details{' open' if cell.status != 'passed' else ''}><summary>{html.escape(cell.grade_id)}: "
+            f"what your notebook printed</summary><div class='notebook'><p class='from'>from your notebook, "
+            f"as text: not part of the grade</p>{shown}</div></details>")
 
 
 def render(result: SubmissionResult) -> str:
-    """The whole report as one self-contained HTML page."""
-    rows, details = [], []
+    """The whole report as one self-contained HTML page (see the module docstring)."""
+    sources = _test_cells(result)
+    reached: set[tuple[str, str]] = set()
+    for name, nb in result.executed.items():
+        reached |= {(name, gid) for gid in reached_by_hidden_tests(nb)}
+    details = []
     for cell in result.cells:
-        colour, word = _STATUS.get(cell.status, ("#fce8e6", cell.status.replace("_", " ")))
-        score = "—" if cell.score is None else f"{cell.score:g}"
-        rows.append(f"<tr style='background:{colour}'><td>{html.escape(cell.notebook)}</td>"
-                    f"<td>{html.escape(cell.grade_id)}</td><td>{score} / {cell.points:g}</td>"
-                    f"<td>{html.escape(word)}</td><td>{html.escape(cell.message)}</td></tr>")
-        outs = "".join(_output_html(o) for o in cell.outputs)
-        if outs:
-            details.append(f"<details{' open' if cell.status != 'passed' else ''}><summary>"
-                           f"{html.escape(cell.grade_id)}: what the test printed</summary>{outs}</details>")
-    events = "".join(f"<li>{html.escape(e)}</li>" for e in result.events)
+        key = (cell.notebook, cell.grade_id)
+        # a test whose notebook the record lacks is treated as reached: nothing shows where it ran
+        details.append(_notebook_block(cell, key in reached or key not in sources))
     png = roofline_png(perf_points(result))
     roof = f"<h2>Your kernels on the roofline</h2>{png_img_tag(png, 'roofline')}" if png else ""
     return f"""<!doctype html><html><head><meta charset='utf-8'>
 <title>{html.escape(result.assignment)}: feedback for {html.escape(result.student)}</title>
 <style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto}} td,th{{padding:4px 8px;text-align:left}}
-pre{{background:#f7f7f7;padding:6px;overflow-x:auto}} pre.err{{color:#a00}}</style></head><body>
+pre{{background:#f7f7f7;padding:6px;overflow-x:auto;white-space:pre-wrap}} pre.err{{color:#a00}}
+.grade{{border:3px solid #1a4d8f;background:#f2f6fc;padding:0 1em 1em}}
+.notebook{{border:2px dashed #999;padding:4px 8px;margin:4px 0}} .from{{font-size:80%;color:#666;margin:0}}
+.note{{color:#555}}</style></head><body>
+<div class='grade'>
 <h1>{html.escape(result.assignment)}: {result.score:g} / {result.max_score:g} points</h1>
 <p>Student: {html.escape(result.student)} · attempt {html.escape(result.attempt)} ·
 graded in {result.seconds:.0f} s</p>
-{f'<h2>What happened while grading</h2><ul>{events}</ul>' if events else ''}
-<h2>Tests</h2><table><tr><th>notebook</th><th>test</th><th>points</th><th>result</th><th>why</th></tr>
-{''.join(rows)}</table>{roof}<h2>Test output</h2>{''.join(details)}</body></html>"""
+<table><tr><th>notebook</th><th>test</th><th>points</th><th>result</th><th>why</th></tr>
+{_grade_rows(result, sources)}</table></div>{roof}
+<h2>What your notebook printed</h2>
+<p class='note'>Everything below comes from your notebook and is shown as text; your grade is the box at the top.</p>
+{''.join(details)}</body></html>"""
