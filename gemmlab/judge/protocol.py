@@ -1,0 +1,218 @@
+"""What crosses the judge's process boundary: one JSON request in, one JSON report out.
+
+Why JSON and these limits: the request comes from the grader's side of a sandbox (and later over
+a network), so it is data only (the kernel spec, the action, dtypes and sizes) and may be hostile.
+Nothing in it picks input values: the judge draws its own seed. A request that is malformed,
+oversized or asks for limits beyond the judge's ceilings is refused with the reason.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import JudgeError
+from .spec import KernelSpec
+
+JUDGE_VERSION = "1"
+#: Largest request accepted, in bytes of JSON.
+MAX_REQUEST_BYTES = 1 << 20
+#: Largest report a client reads, in bytes of JSON (heatmaps of the largest shapes fit).
+MAX_REPORT_BYTES = 16 << 20
+#: Most shapes one check may ask for, and the largest size of any dimension.
+MAX_SHAPES = 32
+MAX_DIMENSION = 16384
+#: Most elements of A, B and the output together (about 0.8 GB of fp32 output at the limit).
+MAX_ELEMENTS = 3 * 8192 * 8192
+SUITES = ("default", "aligned", "odd", "large")
+ACTIONS = ("check", "bench")
+DTYPES = ("float16", "bfloat16")
+OUT_DTYPES = ("float16", "bfloat16", "float32")
+#: Ceilings on the limits a request may ask for, in seconds.
+MAX_COMPILE_S = 300.0
+MAX_KERNEL_S = 60.0
+
+#: Every verdict a report can carry.
+VERDICTS = (
+    "passed",        # the check passed, or the timing ran and was verified
+    "failed",        # the kernel ran and was wrong (check rows, or the timing's verification)
+    "error",         # a GemmlabError before or while running (compile error, rejected launch, ...)
+    "refused",       # the request itself was malformed, oversized or outside the vocabulary
+    "context_lost",  # the kernel broke the CUDA context (illegal address, ...)
+    "timeout",       # the kernel, the compile or the whole judge ran past its limit
+    "crashed",       # the judge process died or answered something that is not a report
+)
+
+
+def _positive_int(value: Any, what: str) -> int:
+    if type(value) is not int or not 1 <= value <= MAX_DIMENSION:
+        raise JudgeError(f"{what} must be an integer from 1 to {MAX_DIMENSION:,}, not {value!r:.40}.")
+    return value
+
+
+def checked_shape(value: Any) -> tuple[int, int, int]:
+    """``(M, N, K)`` within the judge's size limits, or a JudgeError saying which limit."""
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise JudgeError(f"a shape is [M, N, K], not {value!r:.60}.")
+    M, N, K = (_positive_int(v, f"{d} in a shape") for v, d in zip(value, "MNK"))
+    if M * K + N * K + M * N > MAX_ELEMENTS:
+        raise JudgeError(f"shape {M}×{N}×{K} is too large for the judge: A, B and the output may hold at most "
+                         f"{MAX_ELEMENTS:,} elements together.")
+    return M, N, K
+
+
+@dataclass(frozen=True)
+class JudgeLimits:
+    """Seconds a compile and one kernel wait may take; a request may lower them, not raise them past the ceilings."""
+
+    compile_s: float = 120.0
+    kernel_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name, ceiling in (("compile_s", MAX_COMPILE_S), ("kernel_s", MAX_KERNEL_S)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= ceiling:
+                raise JudgeError(f"limit {name} must be a number of seconds above 0 and at most {ceiling:.0f}, "
+                                 f"not {value!r:.30}.")
+
+    def to_dict(self) -> dict[str, float]:
+        return {"compile_s": float(self.compile_s), "kernel_s": float(self.kernel_s)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "JudgeLimits":
+        if not isinstance(data, dict) or set(data) - {"compile_s", "kernel_s"}:
+            raise JudgeError("limits are an object with compile_s and kernel_s (seconds).")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One judgement: check ``spec``'s kernel on ``shapes`` (a list or a suite name), or time it on ``shape``."""
+
+    spec: KernelSpec
+    action: str = "check"
+    dtype: str = "float16"
+    out_dtype: str | None = None
+    shapes: tuple[tuple[int, int, int], ...] | str = "default"
+    shape: tuple[int, int, int] = (4096, 4096, 4096)
+    limits: JudgeLimits = field(default_factory=JudgeLimits)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.spec, KernelSpec):
+            raise JudgeError("a request's spec is a KernelSpec.")
+        if self.action not in ACTIONS:
+            raise JudgeError(f"action must be one of {', '.join(ACTIONS)}, not {self.action!r:.30}.")
+        if self.dtype not in DTYPES:
+            raise JudgeError(f"dtype must be one of {', '.join(DTYPES)}, not {self.dtype!r:.30}.")
+        if self.out_dtype is not None and self.out_dtype not in OUT_DTYPES:
+            raise JudgeError(f"out_dtype must be one of {', '.join(OUT_DTYPES)} (or null), not {self.out_dtype!r:.30}.")
+        if isinstance(self.shapes, str):
+            if self.shapes not in SUITES:
+                raise JudgeError(f"shapes must be a suite ({', '.join(SUITES)}) or a list of [M, N, K], "
+                                 f"not {self.shapes!r:.30}.")
+        else:
+            if not isinstance(self.shapes, (list, tuple)) or not 1 <= len(self.shapes) <= MAX_SHAPES:
+                raise JudgeError(f"shapes must be a suite name or a list of 1 to {MAX_SHAPES} shapes [M, N, K].")
+            object.__setattr__(self, "shapes", tuple(checked_shape(s) for s in self.shapes))
+        object.__setattr__(self, "shape", checked_shape(self.shape))
+        if not isinstance(self.limits, JudgeLimits):
+            raise JudgeError("a request's limits are a JudgeLimits.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spec": self.spec.to_dict(), "action": self.action, "dtype": self.dtype, "out_dtype": self.out_dtype,
+                "shapes": self.shapes if isinstance(self.shapes, str) else [list(s) for s in self.shapes],
+                "shape": list(self.shape), "limits": self.limits.to_dict()}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "JudgeRequest":
+        """The request :meth:`to_dict` wrote; any other value is a JudgeError saying what is wrong."""
+        if not isinstance(data, dict):
+            raise JudgeError(f"a judge request is a JSON object, not {type(data).__name__}.")
+        fields = ("spec", "action", "dtype", "out_dtype", "shapes", "shape", "limits")
+        unknown = sorted(str(k) for k in set(data) - set(fields))
+        if unknown:
+            raise JudgeError(f"unknown request field(s) {', '.join(unknown)[:120]}; known: {', '.join(fields)}."
+                             + (" The judge draws its own seed." if "seed" in unknown else ""))
+        if "spec" not in data:
+            raise JudgeError("a judge request needs a spec (the kernel and its launch).")
+        values = dict(data)
+        values["spec"] = KernelSpec.from_dict(data["spec"])
+        if "limits" in data:
+            values["limits"] = JudgeLimits.from_dict(data["limits"])
+        try:
+            return cls(**values)
+        except TypeError as exc:  # a field of the wrong JSON type that a comparison trips on
+            raise JudgeError(f"a request field has the wrong type: {exc}.") from None
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> "JudgeRequest":
+        """Parse one request, refusing oversized or malformed JSON before looking inside."""
+        if len(raw) > MAX_REQUEST_BYTES:
+            raise JudgeError(f"the request is larger than {MAX_REQUEST_BYTES:,} bytes.")
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise JudgeError(f"the request is not JSON ({type(exc).__name__}: {str(exc)[:120]}).") from None
+        return cls.from_dict(data)
+
+
+@dataclass(frozen=True)
+class JudgeReport:
+    """What the judge answers: a verdict, the check's or timing's plain results, or the error's text."""
+
+    verdict: str
+    action: str = ""
+    check: dict[str, Any] | None = None
+    bench: dict[str, Any] | None = None
+    error: str = ""
+    error_type: str = ""
+    device: str = ""
+    judge_version: str = JUDGE_VERSION
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise JudgeError(f"a report's verdict is one of {', '.join(VERDICTS)}, not {self.verdict!r:.30}.")
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "passed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "action": self.action, "check": self.check, "bench": self.bench,
+                "error": self.error, "error_type": self.error_type, "device": self.device,
+                "judge_version": self.judge_version}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "JudgeReport":
+        if not isinstance(data, dict) or set(data) != set(cls("error").to_dict()):
+            raise JudgeError("not a judge report: a JSON object with exactly the fields of JudgeReport.to_dict().")
+        for name in ("verdict", "action", "error", "error_type", "device", "judge_version"):
+            if not isinstance(data[name], str):
+                raise JudgeError(f"not a judge report: {name} is not a string.")
+        for name in ("check", "bench"):
+            if data[name] is not None and not isinstance(data[name], dict):
+                raise JudgeError(f"not a judge report: {name} is neither an object nor null.")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> "JudgeReport":
+        if len(raw) > MAX_REPORT_BYTES:
+            raise JudgeError(f"the judge's report is larger than {MAX_REPORT_BYTES:,} bytes.")
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise JudgeError(f"the judge's answer is not JSON ({type(exc).__name__}: {str(exc)[:120]}).") from None
+        return cls.from_dict(data)
+
+
+__all__ = [
+    "ACTIONS", "DTYPES", "JUDGE_VERSION", "JudgeLimits", "JudgeReport", "JudgeRequest", "MAX_COMPILE_S",
+    "MAX_DIMENSION", "MAX_ELEMENTS", "MAX_KERNEL_S", "MAX_REPORT_BYTES", "MAX_REQUEST_BYTES", "MAX_SHAPES",
+    "OUT_DTYPES", "SUITES", "VERDICTS", "checked_shape",
+]
