@@ -5,12 +5,19 @@ verdicts; only the kernel runs student code. They talk over ZeroMQ on Unix socke
 run directory that both sides see (the sandbox has no network, not even loopback). Every cell
 gets a time limit, an output limit and a memory limit; breaking one ends the cell (interrupt,
 or kill when the kernel does not respond) and the verdict says which limit in plain words.
+
+Memory is what the kernel's processes use without counting a page twice (the proportional set
+size, so a fork bomb's copy-on-write pages count once) plus the files in its tmpfs mounts
+(scratch, ``/tmp``, ``/dev/shm``). A kernel that cannot start says why within seconds: its exit
+status and the last lines it printed, or that it never answered.
 """
 from __future__ import annotations
 
 import os
 import queue
+import shutil
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +27,18 @@ from jupyter_client import KernelManager
 from nbformat.v4 import output_from_msg
 
 from ..records import Limits
-from .sandbox import SandboxSpec, bwrap_prefix, sandbox_env
+from .sandbox import SANDBOX_UID, SandboxSpec, bwrap_prefix, drops_privileges, private_mounts, sandbox_env
+
+#: A kernel that takes no notice of a request for this long (not even to say it is busy) has stopped answering.
+ANSWER_S = 30.0
+
+
+class KernelStartError(RuntimeError):
+    """The notebook kernel could not start; ``reason`` says why in words (exit status, its last output)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the notebook kernel did not start: {reason}")
+        self.reason = reason
 
 
 @dataclass
@@ -39,7 +57,31 @@ class CellRun:
         return self.status in ("ok", "error")
 
 
-def _rss_tree(pid: int) -> int:
+def _proportional_size(pid: int) -> int | None:
+    """The process's proportional set size in bytes (shared pages divided among their sharers),
+    or None where the kernel does not report it."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _mount_used(pid: int, path: str) -> int | None:
+    """Bytes in use on the file system mounted at ``path`` as process ``pid`` sees it."""
+    try:
+        st = os.statvfs(f"/proc/{pid}/root{path}")
+    except OSError:
+        return None
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+def memory_in_use(pid: int, mounts: list[str]) -> int:
+    """Memory of the process tree under ``pid`` (PSS, RSS where PSS is unknown) plus the files in
+    its tmpfs ``mounts`` (paths inside the sandbox; their pages are memory too)."""
     import psutil
 
     try:
@@ -49,11 +91,56 @@ def _rss_tree(pid: int) -> int:
         return 0
     total = 0
     for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
+        size = _proportional_size(p.pid)
+        if size is None:
+            try:
+                size = p.memory_info().rss
+            except psutil.Error:
+                size = 0
+        total += size
+    inside = next((p.pid for p in procs if _in_own_mount_namespace(p.pid)), None)
+    for path in mounts if inside is not None else ():
+        total += _mount_used(inside, path) or 0
     return total
+
+
+def _in_own_mount_namespace(pid: int) -> bool:
+    """Whether ``pid`` sees other mounts than the grader does (it is inside the sandbox)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return False
+
+
+class _OutputTail:
+    """Reads what the kernel's processes print to their stdout and stderr, keeping only the
+    last ``keep`` bytes: enough to say why a kernel would not start, never a full disk."""
+
+    def __init__(self, keep: int = 16384) -> None:
+        self.keep = keep
+        self._data = b""
+        self._lock = threading.Lock()
+        read_fd, self.write_fd = os.pipe()
+        self._thread = threading.Thread(target=self._pump, args=(read_fd,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, fd: int) -> None:
+        with os.fdopen(fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(65536):
+                with self._lock:
+                    self._data = (self._data + chunk)[-self.keep:]
+
+    def close_writer(self) -> None:
+        """Close the grader's copy of the pipe's write end (the kernel keeps its own)."""
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+
+    def last_lines(self, n: int = 6, wait_s: float = 1.0) -> str:
+        self._thread.join(wait_s)      # the kernel's last words, if it is gone
+        with self._lock:
+            text = self._data.decode("utf-8", "replace")
+        return "\n".join(line for line in text.strip().splitlines()[-n:])
 
 
 def _signal_name(code: int) -> str:
@@ -82,6 +169,12 @@ class _SandboxedManager(KernelManager):
         cmd = super().format_kernel_cmd(extra_arguments)
         return bwrap_prefix(self.sandbox_spec) + cmd if self.sandbox_spec is not None else cmd
 
+    def write_connection_file(self, **kwargs: Any) -> None:
+        """The connection file (mode 0600) belongs to the uid the kernel runs as, so it can read it."""
+        super().write_connection_file(**kwargs)
+        if self.sandbox_spec is not None and drops_privileges(self.sandbox_spec):
+            os.chown(self.connection_file, SANDBOX_UID, SANDBOX_UID)
+
 
 class SandboxedKernel:
     """A Python kernel in a sandbox with a private ``scratch`` directory.
@@ -98,36 +191,47 @@ class SandboxedKernel:
         self.km: _SandboxedManager | None = None
         self.kc: Any = None
         self.exit_code: int | None = None
+        self.spec: SandboxSpec | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
+        """Start a fresh kernel; raises :class:`KernelStartError` with the reason when it cannot,
+        as soon as its process has ended (or after ``limits.startup_s`` without an answer)."""
         self.scratch.mkdir(parents=True, exist_ok=True)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.scratch, 0o777)   # the kernel runs as nobody inside the sandbox
+        # A fresh run folder: nothing a previous kernel left there (a link in place of the
+        # connection file, a socket) is used by the next one.
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        self.run_dir.mkdir(parents=True)
+        os.chmod(self.scratch, 0o777)   # the kernel runs as nobody
         os.chmod(self.run_dir, 0o777)
         spec = SandboxSpec(self.scratch, self.run_dir, self.gpu, env=self.extra_env)
+        self.spec = spec
         km = _SandboxedManager(transport="ipc", ip=str(self.run_dir / "k"),
                                connection_file=str(self.run_dir / "kernel.json"))
         km.sandbox_spec = spec if self.sandbox else None
         km.kernel_spec.interrupt_mode = "message"
-        env = dict(os.environ)
-        env.update(sandbox_env(spec))
-        env.pop("JPY_PARENT_PID", None)
-        for p in self.run_dir.glob("k-*"):
-            p.unlink()
-        log = open(self.scratch.parent / "kernel.log", "ab")  # outside the sandbox's view
+        tail = _OutputTail()
         try:
-            km.start_kernel(env=env, cwd=str(self.scratch), stdout=log, stderr=log)
+            km.start_kernel(env=sandbox_env(spec), cwd=str(self.scratch), stdout=tail.write_fd, stderr=tail.write_fd)
+        except Exception as exc:  # noqa: BLE001 - bwrap or the interpreter could not be run at all
+            raise KernelStartError(f"its command could not be run: {exc}") from None
         finally:
-            log.close()
+            tail.close_writer()
         kc = km.client()
         kc.start_channels()
         try:
             kc.wait_for_ready(timeout=self.limits.startup_s)
-        except RuntimeError as exc:
+        except RuntimeError:
             kc.stop_channels()
+            proc = km.provisioner.process if km.provisioner else None
+            code = proc.poll() if proc is not None else None
             km.shutdown_kernel(now=True)
-            raise RuntimeError(f"the notebook kernel did not start: {exc}") from None
+            if code is None:
+                reason = f"it did not answer within {self.limits.startup_s:g} s"
+            else:
+                reason = describe_exit(code).replace("the notebook's kernel ", "it ", 1)
+            said = tail.last_lines()
+            raise KernelStartError(reason + (f"; its last output:\n{said}" if said else "")) from None
         self.km, self.kc, self.exit_code = km, kc, None
 
     @property
@@ -195,6 +299,7 @@ class SandboxedKernel:
         clear_pending = False
         deadline = t0 + timeout_s
         next_mem = t0
+        answered = False
         while True:
             now = time.monotonic()
             if now > deadline:
@@ -208,9 +313,15 @@ class SandboxedKernel:
                     run = CellRun("died", message=describe_exit(self.exit_code) + " while this cell ran")
                     break
                 pid = self.pid
-                if pid is not None and _rss_tree(pid) > limits.memory_bytes:
+                if pid is not None and memory_in_use(pid, self._mounts()) > limits.memory_bytes:
                     run = CellRun("memory", message=f"the cell used more than {limits.memory_bytes / 2**30:g} GiB of "
-                                                    "memory; its kernel was stopped")
+                                                    "memory (its processes and the files it wrote); its kernel was "
+                                                    "stopped")
+                    self.kill()
+                    break
+                if not answered and now - t0 > ANSWER_S:
+                    run = CellRun("died", message=f"the notebook's kernel did not answer within {ANSWER_S:g} s; "
+                                                  "it was stopped")
                     self.kill()
                     break
             try:
@@ -219,6 +330,7 @@ class SandboxedKernel:
                 continue
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
+            answered = True
             kind, content = msg["msg_type"], msg["content"]
             if kind == "status" and content["execution_state"] == "idle":
                 break
@@ -259,6 +371,10 @@ class SandboxedKernel:
             if errors:
                 run.status, run.ename, run.evalue = "error", errors[-1].get("ename", ""), errors[-1].get("evalue", "")
         return run
+
+    def _mounts(self) -> list[str]:
+        """The kernel's tmpfs mounts whose files count as its memory (none outside a sandbox)."""
+        return list(private_mounts(self.spec)) if self.sandbox and self.spec is not None else []
 
     def _stop_cell(self, msg_id: str) -> None:
         """Interrupt the running cell; kill the kernel if it does not go idle within 10 s."""

@@ -1,15 +1,29 @@
 """The bubblewrap command line that confines one submission's notebook kernel.
 
 What the kernel sees: the system read-only (``/usr``, ``/etc``, ``/lib*``, the Python
-installation, the virtual environment, the ``gemmlab`` package), a private scratch directory
-(the only writable place, also its ``HOME``, cache and current directory), a fresh ``/tmp``,
-its own PID, network, IPC and user namespaces (no network at all; it runs as ``nobody``), and
-the GPU device nodes and, for a GPU job, that GPU's lock files (read-only; through them the
-kernels sharing a GPU keep timings apart from other GPU work: gemmlab.timing_lock). It does not
-see the repository (``solutions/``, ``autograder/`` with the gradebook and other submissions,
-``tests/``, ``.git``), anyone's home directory, or other processes. ``--die-with-parent`` and
-the PID namespace mean that killing the ``bwrap`` process ends every process the submission
-started.
+installation, the virtual environment, the ``gemmlab`` package); its own PID, network, IPC and
+UTS namespaces (no network at all); the GPU device nodes and, for a GPU job, that GPU's lock
+files (read-only; through them the kernels sharing a GPU keep timings apart from other GPU work:
+gemmlab.timing_lock). It does not see the repository (``solutions/``, ``autograder/`` with the
+gradebook and other submissions, ``tests/``, ``.git``), anyone's home directory, or other
+processes. ``--die-with-parent`` and the PID namespace mean that killing the ``bwrap`` process
+ends every process the submission started.
+
+What it may write: three size-limited tmpfs mounts made fresh for every kernel start (the
+scratch folder, which is its cwd, ``HOME`` and caches; ``/tmp``; ``/dev/shm``) and the run
+folder (connection file and sockets, emptied before every start). Nothing it writes outlives
+the kernel, so no file a submission writes (an IPython startup file, a ``.pth`` file, a
+``sitecustomize``, a module shadowing an installed one) is there when the next kernel starts.
+Files in those mounts are memory: :func:`private_mounts` names them so the kernel's memory
+limit counts them.
+
+Who it runs as: a grader running as root drops the kernel to the real uid ``nobody`` with no
+capabilities (``setpriv`` inside the sandbox), so root-only files (``/etc/shadow``) stay
+unreadable; a grader running as an ordinary user maps the kernel to ``nobody`` in a user
+namespace (the kernel then has that user's rights on the read-only system folders).
+
+Its environment: only :data:`PASSED_THROUGH` from the grader's environment, plus the settings
+of :func:`sandbox_env`; nothing else of the instructor's environment reaches it.
 """
 from __future__ import annotations
 
@@ -28,6 +42,21 @@ from gemmlab.timing_lock import ENV_PATH as TIMING_LOCK_ENV, TURN_SUFFIX, lock_f
 #: gemmlab, the only part of the repository the kernel may read.
 GEMMLAB_DIR = Path(__file__).resolve().parents[2] / "gemmlab"
 SYSTEM_DIRS = ("/usr", "/etc", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt")
+#: The uid and gid a submission runs as (``nobody``/``nogroup`` on Debian and Ubuntu).
+SANDBOX_UID = 65534
+#: Sizes of the kernel's writable tmpfs mounts: its disk quota, counted in its memory limit too.
+SCRATCH_BYTES = 4 << 30
+TMP_BYTES = 1 << 30
+SHM_BYTES = 1 << 30
+#: The only variables of the grader's environment the kernel gets (paths to the system's CUDA,
+#: locale, thread counts, gemmlab's own tuning); everything else (tokens, keys, Ray and cloud
+#: settings, PYTHONSTARTUP...) stays outside.
+PASSED_THROUGH = (
+    "PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH",
+    "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "GEMMLAB_ARCH", "GEMMLAB_COMPILE_JOBS", "GEMMLAB_COMPILE_TIMEOUT", "GEMMLAB_TIMING_LOCK_WAIT",
+    "GEMMLAB_HIDE_GPU",
+)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -36,22 +65,27 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass
 class SandboxSpec:
-    """Where one kernel runs. ``gpu`` is the index placed in CUDA_VISIBLE_DEVICES (None: no GPU)."""
+    """Where one kernel runs. ``gpu`` is the index placed in CUDA_VISIBLE_DEVICES (None: no GPU).
 
-    scratch: Path                       # private, writable; the kernel's cwd and HOME
+    ``scratch`` names the kernel's cwd and HOME; inside the sandbox it is a fresh tmpfs of
+    ``scratch_bytes``, so the folder of that name outside stays empty."""
+
+    scratch: Path
     run_dir: Path                       # connection file and IPC sockets (writable, holds nothing secret)
     gpu: str | None = None
     extra_ro: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     as_nobody: bool = True
+    scratch_bytes: int = SCRATCH_BYTES
+    tmp_bytes: int = TMP_BYTES
+    shm_bytes: int = SHM_BYTES
 
 
 def python_dirs() -> list[str]:
-    """The Python installation and environment the kernel needs to import torch, gemmlab..."""
+    """The Python installation and environment the kernel needs to import torch, gemmlab...
+
+    Never the user site-packages: a folder the grader's user can write is no place to import from."""
     dirs = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-    user_site = site.getusersitepackages() if hasattr(site, "getusersitepackages") else ""
-    if user_site and os.path.isdir(user_site):
-        dirs.add(user_site)
     out = []
     for d in sorted(dirs) + _site_roots():
         if not any(d.startswith(s + "/") or d == s for s in SYSTEM_DIRS) and d not in out:
@@ -64,13 +98,15 @@ def extra_site_dirs() -> list[str]:
     GPU node without network installs carried wheels): the kernel needs them on its PYTHONPATH.
 
     Only folders inside a site root (a folder holding installed ``*.dist-info``) count, and
-    never the repository or a folder around it, which hold solutions and the gradebook."""
+    never the repository or a folder around it, which hold solutions and the gradebook, nor
+    the user site-packages."""
     repo = str(GEMMLAB_DIR.parent)
     env = {sys.prefix, sys.base_prefix}
+    user_site = os.path.realpath(site.getusersitepackages()) if hasattr(site, "getusersitepackages") else ""
     found = []
     for entry in sys.path:
         d = os.path.realpath(entry) if entry else ""
-        if not d or not os.path.isdir(d) or d in found:
+        if not d or not os.path.isdir(d) or d in found or d == user_site:
             continue
         if d == repo or d.startswith(repo + "/") or repo.startswith(d.rstrip("/") + "/"):
             continue
@@ -90,8 +126,20 @@ def gpu_device_nodes() -> list[str]:
     return sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri"))
 
 
+def drops_privileges(spec: SandboxSpec) -> bool:
+    """Whether the kernel's uid is changed for real (grader running as root) rather than mapped
+    in a user namespace (a mapped uid keeps the grader's rights on every file it can see)."""
+    return spec.as_nobody and os.geteuid() == 0
+
+
+def private_mounts(spec: SandboxSpec) -> dict[str, int]:
+    """The kernel's writable tmpfs mounts (path inside the sandbox -> size in bytes). Their
+    files are memory: the kernel's memory use counts what is in them."""
+    return {"/tmp": spec.tmp_bytes, "/dev/shm": spec.shm_bytes, str(spec.scratch): spec.scratch_bytes}
+
+
 def bwrap_prefix(spec: SandboxSpec) -> list[str]:
-    """``bwrap ... --`` arguments; the kernel command follows them."""
+    """``bwrap ... --`` arguments (and the privilege drop); the kernel command follows them."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable(
@@ -101,10 +149,15 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     for d in SYSTEM_DIRS:
         if os.path.isdir(d):
             cmd += ["--ro-bind", d, d]
+    cmd += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc"]
     # The fresh /tmp first: bwrap applies mounts in order, so a venv or checkout that lives
     # under /tmp (a CI clone) is bound on top of it instead of being hidden by it.
-    cmd += ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for d in python_dirs() + [str(GEMMLAB_DIR)] + list(spec.extra_ro):
+    for path, size in private_mounts(spec).items():
+        if path != str(spec.scratch):
+            cmd += ["--perms", "01777", "--size", str(size), "--tmpfs", path]
+    bound = python_dirs() + [str(GEMMLAB_DIR)] + list(spec.extra_ro)
+    cmd += _searchable_parents(bound + [str(spec.run_dir), str(spec.scratch)])
+    for d in bound:
         cmd += ["--ro-bind", d, d]
     lock = timing_lock(spec)
     if lock:  # read-only: a kernel can take the locks (flock) but not replace or remove the files
@@ -112,30 +165,66 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
             cmd += ["--ro-bind", path, path]
     for node in gpu_device_nodes():
         cmd += ["--dev-bind", node, node]
-    cmd += ["--bind", str(spec.scratch), str(spec.scratch), "--bind", str(spec.run_dir), str(spec.run_dir)]
-    cmd += ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    if spec.as_nobody:
-        cmd += ["--unshare-user", "--uid", "65534", "--gid", "65534"]
-    cmd += ["--chdir", str(spec.scratch)]
+    cmd += ["--perms", "01777", "--size", str(spec.scratch_bytes), "--tmpfs", str(spec.scratch),
+            "--bind", str(spec.run_dir), str(spec.run_dir)]
+    cmd += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session"]
+    # Root's bwrap keeps the capabilities setpriv needs to become nobody; setpriv then drops them all.
+    if spec.as_nobody and not drops_privileges(spec):
+        cmd += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]
+    elif not spec.as_nobody:
+        cmd += ["--unshare-user-try", "--cap-drop", "ALL"]
+    cmd += ["--chdir", str(spec.scratch), "--clearenv"]
     for key, value in sandbox_env(spec).items():
         cmd += ["--setenv", key, value]
-    # ipykernel exits when its parent looks dead; inside the PID namespace its parent is PID 1.
-    cmd += ["--unsetenv", "JPY_PARENT_PID", "--"]
+    cmd += ["--"]
+    if drops_privileges(spec):
+        cmd += [setpriv(), "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID), "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
     return cmd
 
 
+def _searchable_parents(paths: list[str]) -> list[str]:
+    """``--dir`` arguments that create the folders above ``paths`` readable by everyone: bwrap
+    run by root makes them 0700 (as ``/root`` is), which nobody could not pass through."""
+    made: list[str] = []
+    for path in paths:
+        parents = [str(p) for p in reversed(Path(path).parents) if str(p) != "/"]
+        made += [p for p in parents if p not in made and not _under_system_dir(p)]
+    return [arg for p in made for arg in ("--perms", "0755", "--dir", p)]
+
+
+def _under_system_dir(path: str) -> bool:
+    return any(path == d or path.startswith(d + "/") for d in SYSTEM_DIRS)
+
+
+def setpriv() -> str:
+    """util-linux's setpriv, which drops root to nobody inside the sandbox."""
+    path = shutil.which("setpriv")
+    if path is None or not any(path.startswith(d + "/") for d in SYSTEM_DIRS):
+        raise SandboxUnavailable("setpriv (util-linux) is not installed under /usr: the grader runs as root and "
+                                 "needs it to run submissions as nobody (`apt-get install -y util-linux`)")
+    return path
+
+
 def sandbox_env(spec: SandboxSpec) -> dict[str, str]:
-    """Environment of the kernel: caches and HOME in scratch, one GPU, grading mode on."""
+    """The kernel's whole environment: :data:`PASSED_THROUGH` from the grader's, caches and HOME
+    in scratch, Python's user site and startup hooks off, one GPU, grading mode on."""
     scratch = str(spec.scratch)
-    env = {
+    env = {key: os.environ[key] for key in PASSED_THROUGH if key in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env.update({
         "HOME": scratch, "TMPDIR": "/tmp", "XDG_CACHE_HOME": f"{scratch}/.cache",
-        "GEMMLAB_CACHE": f"{scratch}/.cache/gemmlab", "MPLCONFIGDIR": f"{scratch}/.cache/matplotlib",
-        "IPYTHONDIR": f"{scratch}/.ipython", "JUPYTER_RUNTIME_DIR": str(spec.run_dir),
+        "XDG_CONFIG_HOME": f"{scratch}/.config", "GEMMLAB_CACHE": f"{scratch}/.cache/gemmlab",
+        "MPLCONFIGDIR": f"{scratch}/.cache/matplotlib", "IPYTHONDIR": f"{scratch}/.ipython",
+        "JUPYTER_CONFIG_DIR": f"{scratch}/.jupyter", "JUPYTER_DATA_DIR": f"{scratch}/.local/share/jupyter",
+        "JUPYTER_RUNTIME_DIR": str(spec.run_dir),
         "PYTHONPATH": os.pathsep.join([str(GEMMLAB_DIR.parent), *extra_site_dirs()]), "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
         "CUDA_VISIBLE_DEVICES": spec.gpu if spec.gpu is not None else "",
         "GEMMLAB_GRADING": "1", "CUTE_DSL_ARCH": os.environ.get("CUTE_DSL_ARCH", "sm_90a"),
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-    }
+    })
     lock = timing_lock(spec)
     if lock:
         env[TIMING_LOCK_ENV] = lock
@@ -157,10 +246,13 @@ def check_bwrap() -> str:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="gemmlab-bwrap-") as tmp:
-        spec = SandboxSpec(Path(tmp), Path(tmp))
+        os.chmod(tmp, 0o777)
+        spec = SandboxSpec(Path(tmp) / "scratch", Path(tmp))
         try:
             proc = subprocess.run(bwrap_prefix(spec) + [sys.executable, "-c", "print('ok')"],
                                   capture_output=True, text=True, timeout=60)
+        except SandboxUnavailable as exc:
+            return str(exc)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bwrap failed to start: {exc}"
         if proc.returncode != 0 or proc.stdout.strip() != "ok":
