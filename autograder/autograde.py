@@ -68,7 +68,19 @@ class Outcome:
 
     @property
     def complete(self) -> bool:
-        return len(self.results) == len(self.plan.students)
+        """Whether every student has a result and every result graded the whole hand-in."""
+        return not self.not_graded()
+
+    def not_graded(self) -> dict[str, list[str]]:
+        """Student -> what of their hand-in was not graded, and why (absent: all of it was graded)."""
+        out: dict[str, list[str]] = {}
+        for s in self.plan.students:
+            r = self.results.get(s)
+            if r is None:
+                out[s] = [f"no result: {self.errors.get(s, 'the grader never reported back')}"]
+            elif r.not_graded:
+                out[s] = list(r.not_graded)
+        return out
 
     def rows(self) -> list[list[str]]:
         """One row per student: student, score, max, seconds, notes."""
@@ -78,20 +90,28 @@ class Outcome:
             if r is None:
                 rows.append([s, "-", "-", "-", f"NOT GRADED: {self.errors.get(s, 'no result')}"[:70]])
                 continue
-            notes = [f"{len(r.events)} events"] if r.events else []
+            notes = [f"NOT ALL GRADED ({len(r.not_graded)})"] if r.not_graded else []
+            notes += [f"{len(r.events)} events"] if r.events else []
             notes += [f"{len(r.flags)} flags"] if r.flags else []
             rows.append([s, f"{r.score:g}", f"{r.max_score:g}", f"{r.seconds:.0f}", ", ".join(notes) or "ok"])
         return rows
 
     def summary(self) -> str:
-        """One line: how many were graded, reused, the grading time and the mean score ('' if none)."""
-        graded = list(self.results.values())
-        if not graded:
+        """How many were graded, reused, the grading time and the mean score, then one line per
+        student for what was not graded and why ('' when there were no students)."""
+        if not self.plan.students:
             return ""
+        graded = list(self.results.values())
         reused = {r.student for r in self.plan.reused}
         seconds = sum(r.seconds for r in graded if r.student not in reused)
-        return (f"{len(graded)} of {len(self.plan.students)} graded ({len(reused)} unchanged attempts reused); "
-                f"{seconds:.0f} s of grading; mean score {sum(r.score for r in graded) / len(graded):.2f}")
+        mean = f"; mean score {sum(r.score for r in graded) / len(graded):.2f}" if graded else ""
+        lines = [f"{len(graded)} of {len(self.plan.students)} graded ({len(reused)} unchanged attempts reused); "
+                 f"{seconds:.0f} s of grading{mean}"]
+        missing = self.not_graded()
+        if missing:
+            lines.append(f"NOT GRADED, in part or whole, for {len(missing)} student(s):")
+            lines += [f"  {s}: {why}" for s, whys in missing.items() for why in whys]
+        return "\n".join(lines)
 
 
 def plan(course: Course, assignment: str, students: list[str], limits: Limits, sandbox: bool,
@@ -118,9 +138,15 @@ def run(course: Course, plan: Plan, workers: Workers,
         outcome.results[old.student] = old
 
     def on_result(result: SubmissionResult) -> None:
-        course.record(result)
+        try:
+            course.record(result)
+        except Exception as exc:  # noqa: BLE001 - one unrecordable result must not end the run
+            outcome.errors[result.student] = f"its result could not be recorded ({type(exc).__name__}: {exc})"
+            on_step(f"{result.student} NOT RECORDED")
+            return
         outcome.results[result.student] = result
-        on_step(f"{result.student} {result.score:g}/{result.max_score:g}")
+        on_step(f"{result.student} {result.score:g}/{result.max_score:g}" + (" (not all graded)" if result.not_graded
+                                                                           else ""))
 
     def on_error(job: GradeJob, why: str) -> None:
         outcome.errors[job.student] = why

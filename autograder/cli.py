@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from . import autograde
@@ -42,8 +43,12 @@ def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
                           sandbox, force=args.force)
     workers = autograde.Workers(autograde.local_gpus(args.gpus), args.workers, args.ray)
     bar = Progress(len(plan.jobs), f"autograde {args.assignment}")
-    outcome = autograde.run(course, plan, workers, on_step=bar.step)
+    with warnings.catch_warnings(record=True) as caught:   # shown after the bar, not through it
+        warnings.simplefilter("default")
+        outcome = autograde.run(course, plan, workers, on_step=bar.step)
     bar.close()
+    for message in sorted({f"{w.category.__name__}: {w.message}" for w in caught}):
+        print(f"warning while grading: {message}", file=sys.stderr)
     print(table(outcome.rows(), ["student", "score", "max", "seconds", "notes"]))
     if summary := outcome.summary():
         print(summary)
@@ -55,7 +60,8 @@ def cmd_feedback(course: Course, args: argparse.Namespace) -> int:
     n = 0
     for s in students:
         if course.write_feedback(args.assignment, s) is None:
-            print(f"{s}: not graded yet (run autograde)", file=sys.stderr)
+            print(f"{s}: no result for the current hand-in of {args.assignment} (autograde grades it, or says "
+                  "why it could not)", file=sys.stderr)
             continue
         n += 1
     print(f"wrote {n} feedback reports under {course.feedback}")
@@ -63,18 +69,23 @@ def cmd_feedback(course: Course, args: argparse.Namespace) -> int:
 
 
 def cmd_export(course: Course, args: argparse.Namespace) -> int:
-    n = course.export_grades(Path(args.out))
+    n = course.export_grades(Path(args.out), args.student)
     print(f"wrote {n} grades to {args.out}")
     return 0
 
 
 def cmd_grade(course: Course, args: argparse.Namespace) -> int:
-    if args.source is not None:
-        cmd_collect(course, args)
-    rc = cmd_autograde(course, args)
-    cmd_feedback(course, args)
-    cmd_export(course, args)
-    return rc
+    """collect, autograde, feedback, export: the later steps run whatever happened in the earlier ones
+    (an instructor always gets the reports there are); non-zero when any step was not complete."""
+    rcs = []
+    steps = ([cmd_collect] if args.source is not None else []) + [cmd_autograde, cmd_feedback, cmd_export]
+    for step in steps:
+        try:
+            rcs.append(step(course, args))
+        except CourseError as err:
+            print(err, file=sys.stderr)
+            rcs.append(1)
+    return max(rcs)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -107,6 +118,7 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--student", action="append")
     q = sub.add_parser("export", help="grades from the gradebook as CSV")
     q.add_argument("--out", default="grades.csv")
+    q.add_argument("--student", action="append", help="only this student (repeatable)")
     q = sub.add_parser("grade", help="collect (with --from), autograde, feedback and export in one go")
     q.add_argument("assignment")
     q.add_argument("--from", dest="source", type=Path)

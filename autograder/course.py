@@ -9,6 +9,7 @@ The layout is nbgrader's, as ``autograder/nbgrader_config.py`` sets it: ``soluti
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import shutil
@@ -16,18 +17,26 @@ import subprocess
 import sys
 from pathlib import Path
 
+from typing import Any, NamedTuple
+
 import nbformat
 
 from gemmlab.errors import GemmlabError
 
 from .harness import feedback, store
-from .records import GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult
+from .records import GradeJob, Limits, NotebookParts, SubmissionResult
 
 REPO = Path(__file__).resolve().parent.parent
 NBGRADER_CONFIG = REPO / "autograder" / "nbgrader_config.py"
 
-#: What a hand-in that is not a readable notebook is graded as: a notebook without cells.
-EMPTY_NOTEBOOK: NotebookJSON = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+class HandIn(NamedTuple):
+    """One handed-in notebook file: its parsed JSON (None when missing or not JSON), why it was
+    refused ('' unless it is not JSON) and a digest of its bytes ('' when missing)."""
+
+    data: Any
+    refused: str
+    digest: str
 
 
 class CourseError(GemmlabError):
@@ -74,25 +83,28 @@ class Course:
                 return folder / name
         raise CourseError(f"no student release of {assignment}/{name}: run tools/release.py")
 
-    def handed_in(self, assignment: str, student: str) -> dict[str, NotebookJSON | None]:
-        """The student's notebooks by name: None when not handed in, an empty notebook when unreadable."""
-        handed: dict[str, NotebookJSON | None] = {}
-        for name in self.notebooks(assignment):
-            path = self.submitted / student / assignment / name
-            handed[name] = _read_hand_in(path) if path.exists() else None
-        return handed
+    def handed_in(self, assignment: str, student: str) -> dict[str, HandIn]:
+        """The student's notebook files by name. Any JSON is passed on as it is: the grader decides
+        whether it is a notebook."""
+        return {name: read_hand_in(self.submitted / student / assignment / name)
+                for name in self.notebooks(assignment)}
+
+    def attempt(self, assignment: str, student: str) -> str:
+        """The digest of the student's current hand-in (:func:`autograder.harness.store.attempt_id`)."""
+        return _attempt(self.handed_in(assignment, student))
 
     def job(self, assignment: str, student: str, limits: Limits, sandbox: bool) -> GradeJob:
         """The job that grades the student's current hand-in of ``assignment``."""
         handed = self.handed_in(assignment, student)
         notebooks = {name: NotebookParts(json.loads((self.source / assignment / name).read_text()),
-                                         json.loads(self.release_notebook(assignment, name).read_text()), nb)
-                     for name, nb in handed.items()}
-        return GradeJob(student, assignment, store.attempt_id(handed), notebooks, limits, sandbox)
+                                         json.loads(self.release_notebook(assignment, name).read_text()), h.data,
+                                         h.refused)
+                     for name, h in handed.items()}
+        return GradeJob(student, assignment, _attempt(handed), notebooks, limits, sandbox)
 
     def current_result(self, assignment: str, student: str) -> SubmissionResult | None:
         """The recorded result of the student's current hand-in, or None when it was not graded."""
-        return self.results.get(assignment, student, store.attempt_id(self.handed_in(assignment, student)))
+        return self.results.get(assignment, student, self.attempt(assignment, student))
 
     # ------------------------------------------------------------------ nbgrader
     def nbgrader(self, *args: str) -> subprocess.CompletedProcess:
@@ -163,31 +175,51 @@ class Course:
         path.write_text(feedback.render(result))
         return path
 
-    def export_grades(self, out: Path) -> int:
-        """Every grade in the gradebook as CSV (with attempt, flags and events of the current result);
-        returns the number of rows."""
+    def export_grades(self, out: Path, students: list[str] | None = None) -> int:
+        """Grades in the gradebook as CSV, every student's or only ``students``' (with attempt, flags,
+        events and what was not graded of the current result); returns the number of rows."""
         from nbgrader.api import Gradebook
 
         rows = []
-        with Gradebook(self.db_url) as gb:
-            for a in gb.assignments:
-                for sub in gb.assignment_submissions(a.name):
-                    result = (self.current_result(a.name, sub.student.id) if (self.source / a.name).is_dir()
-                              else None)
-                    rows.append([sub.student.id, a.name, f"{sub.score:g}", f"{sub.max_score:g}",
-                                 result.attempt if result else "", len(result.flags) if result else "",
-                                 "; ".join(result.events)[:500] if result else ""])
+        if self.ag.exists():
+            with Gradebook(self.db_url) as gb:
+                for a in gb.assignments:
+                    for sub in gb.assignment_submissions(a.name):
+                        if students and sub.student.id not in students:
+                            continue
+                        result = (self.current_result(a.name, sub.student.id) if (self.source / a.name).is_dir()
+                                  else None)
+                        rows.append([sub.student.id, a.name, f"{sub.score:g}", f"{sub.max_score:g}",
+                                     result.attempt if result else "", len(result.flags) if result else "",
+                                     "; ".join(result.events)[:500] if result else "",
+                                     "; ".join(result.not_graded)[:500] if result else "no result"])
         with Path(out).open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["student", "assignment", "score", "max_score", "attempt", "flags", "events"])
+            w.writerow(["student", "assignment", "score", "max_score", "attempt", "flags", "events", "not_graded"])
             w.writerows(sorted(rows))
         return len(rows)
 
 
-def _read_hand_in(path: Path) -> NotebookJSON:
+def read_hand_in(path: Path) -> HandIn:
+    """The file at ``path`` as handed in (see :class:`HandIn`)."""
+    if not path.exists():
+        return HandIn(None, "", "")
     try:
-        nb = json.loads(path.read_text())
-        nbformat.from_dict(nb).cells  # noqa: B018 - must look like a notebook
-    except (ValueError, AttributeError):
-        return dict(EMPTY_NOTEBOOK)
-    return nb
+        raw = path.read_bytes()
+    except OSError as err:
+        return HandIn(None, f"it could not be read ({err.strerror or err})", "")
+    digest = hashlib.sha256(raw).hexdigest()
+    try:
+        return HandIn(json.loads(raw.decode("utf-8-sig")), "", digest)
+    except UnicodeDecodeError:
+        return HandIn(None, "it is not a notebook: not UTF-8 text", digest)
+    except json.JSONDecodeError as err:
+        return HandIn(None, f"it is not a notebook: not valid JSON ({err.msg} at line {err.lineno}, "
+                            f"column {err.colno})", digest)
+    except RecursionError:
+        return HandIn(None, "it is not a notebook: JSON nested too deeply to read", digest)
+
+
+def _attempt(handed: dict[str, HandIn]) -> str:
+    """The attempt digest: of each notebook's JSON, or of the bytes of a file that is not JSON."""
+    return store.attempt_id({name: {"unreadable": h.digest} if h.refused else h.data for name, h in handed.items()})

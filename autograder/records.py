@@ -42,18 +42,21 @@ class Limits:
 @dataclass(frozen=True)
 class NotebookParts:
     """One notebook of an assignment as the grader needs it: the instructor's source (solutions and
-    hidden tests), the student release, and the student's hand-in (None: not handed in)."""
+    hidden tests), the student release, and the student's hand-in as it was parsed: any JSON value,
+    None when not handed in or when the file was not JSON at all (then ``refused`` says why). The
+    worker makes a notebook of it (:mod:`autograder.harness.wellformed`) or refuses it."""
 
     source: NotebookJSON
     release: NotebookJSON
-    student: NotebookJSON | None
+    student: Any
+    refused: str = ""
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "release": self.release, "student": self.student}
+        return {"source": self.source, "release": self.release, "student": self.student, "refused": self.refused}
 
     @classmethod
     def from_dict(cls, data: dict) -> "NotebookParts":
-        return cls(data["source"], data["release"], data.get("student"))
+        return cls(data["source"], data["release"], data.get("student"), data.get("refused", ""))
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,9 @@ class PublishedResult:
 class CellResult:
     """The verdict on one graded cell.
 
-    ``status``: passed, failed, timeout, died, output_limit, memory, not_run, tampered or manual;
-    ``score`` None means it is graded by hand. ``outputs`` are the cell's outputs fit for feedback
+    ``status``: passed, failed, timeout, died, output_limit, memory, not_run, tampered, manual,
+    needs_gpu (a GPU test on a worker without a GPU: not graded, 0 points) or grader_error (the
+    grader failed on the notebook: not graded); ``score`` None means it is graded by hand. ``outputs`` are the cell's outputs fit for feedback
     (no tracebacks, nothing quoting hidden tests); ``results`` the gemmlab results it published."""
 
     notebook: str
@@ -143,8 +147,9 @@ class CellResult:
 @dataclass(frozen=True)
 class SubmissionResult:
     """Everything the grader saw of one hand-in: per-cell verdicts, the score, events (restarts,
-    limits hit, tampering: plain words), flags (code for the instructor to review) and the notebooks
-    as they ran (name -> notebook JSON)."""
+    limits hit, tampering: plain words), flags (code for the instructor to review), the notebooks
+    as they ran (name -> notebook JSON) and ``not_graded``: what of the hand-in was not graded and
+    why (a refused notebook, GPU tests on a worker without a GPU), in plain words naming the notebook."""
 
     student: str
     assignment: str
@@ -157,19 +162,25 @@ class SubmissionResult:
     flags: tuple[str, ...] = ()
     executed: dict[str, NotebookJSON] = field(default_factory=dict)
     worker: str = ""
+    not_graded: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Whether every part of the hand-in was graded (a zero is graded; a refusal is not)."""
+        return not self.not_graded
 
     def to_dict(self) -> dict:
         return {"student": self.student, "assignment": self.assignment, "attempt": self.attempt,
                 "cells": [c.to_dict() for c in self.cells], "score": self.score, "max_score": self.max_score,
                 "seconds": self.seconds, "events": list(self.events), "flags": list(self.flags),
-                "executed": self.executed, "worker": self.worker}
+                "executed": self.executed, "worker": self.worker, "not_graded": list(self.not_graded)}
 
     @classmethod
     def from_dict(cls, data: dict) -> "SubmissionResult":
         return cls(data["student"], data["assignment"], data.get("attempt", ""),
                    tuple(CellResult.from_dict(c) for c in data["cells"]), data["score"], data["max_score"],
                    data["seconds"], tuple(data.get("events", ())), tuple(data.get("flags", ())),
-                   data.get("executed", {}), data.get("worker", ""))
+                   data.get("executed", {}), data.get("worker", ""), tuple(data.get("not_graded", ())))
 
 
 __all__ = ["CellResult", "GradeJob", "Limits", "NotebookJSON", "NotebookParts", "PublishedResult",

@@ -1,8 +1,11 @@
 """Fan grading out: one worker per GPU on this host, or Ray tasks across hosts.
 
-Each submission is one task that asks for one GPU (Ray: ``num_gpus=1``; Ray places it and sets
-``CUDA_VISIBLE_DEVICES``). A task raises only for failures of the grading machinery
-(:class:`~autograder.harness.runner.InfraError`) or dies with its worker; both are retried. The
+Each submission is one task. A submission with a test that needs a GPU
+(:func:`needs_gpu`) asks for one (Ray: ``num_gpus=1``; Ray places it and sets
+``CUDA_VISIBLE_DEVICES``; locally: a worker with a GPU, when there is one); any other may run
+anywhere, GPU-less workers included. A task raises only for failures of the grading machinery
+(:class:`~autograder.harness.runner.InfraError`) or dies with its worker; both are retried. Any
+other exception is the grader's bug: reported for that student at once, never ending the run. The
 driver alone writes results (``on_result``), keyed by (assignment, student, attempt) and
 overwriting, so a retried or repeated task can never count twice, and the driver reports every
 job that still has no result at the end instead of dropping it.
@@ -13,12 +16,12 @@ unless the caller passes another function with the same contract.
 from __future__ import annotations
 
 import os
-import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
+from .harness.assemble import notebook_needs_gpu
 from .harness.runner import InfraError, grade_submission
 from .records import GradeJob, SubmissionResult
 
@@ -27,17 +30,44 @@ OnResult = Callable[[SubmissionResult], None]
 OnError = Callable[[GradeJob, str], None]
 
 
+def needs_gpu(job: GradeJob) -> bool:
+    """Whether any notebook of the job has a test the instructor marked as needing a GPU."""
+    return any(notebook_needs_gpu(parts.source) for parts in job.notebooks.values())
+
+
+class _Slots:
+    """The local workers' GPUs (None: a worker without one), handed out so that a job that needs a
+    GPU gets one whenever this host has any, and other jobs take whichever slot is free."""
+
+    def __init__(self, gpus: list[str | None]) -> None:
+        self.free, self.cond = list(gpus), threading.Condition()
+        self.any_gpu = any(g is not None for g in gpus)
+
+    def take(self, gpu_job: bool) -> str | None:
+        with self.cond:
+            while True:
+                fits = [i for i, g in enumerate(self.free) if g is not None or not (gpu_job and self.any_gpu)]
+                if fits:
+                    # a job without GPU tests takes a GPU-less slot first, leaving GPUs to those that need them
+                    pick = min(fits, key=lambda i: (self.free[i] is None) == gpu_job)
+                    return self.free.pop(pick)
+                self.cond.wait()
+
+    def give(self, gpu: str | None) -> None:
+        with self.cond:
+            self.free.append(gpu)
+            self.cond.notify_all()
+
+
 def grade_local(jobs: list[GradeJob], gpus: list[str | None], on_result: OnResult, retries: int = 2,
                 on_error: OnError | None = None, grade: Grade = grade_submission) -> None:
     """One worker thread per entry of ``gpus`` (None: a worker without a GPU); each job's sandbox
-    gets that worker's GPU."""
-    free: "queue.Queue[str | None]" = queue.Queue()
-    for g in gpus or [None]:
-        free.put(g)
+    gets its worker's GPU, and a job that needs a GPU waits for a worker with one (if any has)."""
+    slots = _Slots(list(gpus or [None]))
     lock = threading.Lock()
 
     def work(job: GradeJob) -> None:
-        gpu = free.get()
+        gpu = slots.take(needs_gpu(job))
         try:
             last = ""
             for _ in range(retries + 1):
@@ -46,13 +76,16 @@ def grade_local(jobs: list[GradeJob], gpus: list[str | None], on_result: OnResul
                 except InfraError as exc:
                     last = str(exc)
                     continue
+                except Exception as exc:  # noqa: BLE001 - the grader's bug: this student only, not the run
+                    last = f"the grader failed ({type(exc).__name__}: {str(exc)[:500]})"
+                    break
                 with lock:
                     on_result(result)
                 return
             with lock:
                 report(job, last)
         finally:
-            free.put(gpu)
+            slots.give(gpu)
 
     report, raise_failures = _error_sink(on_error)
     with ThreadPoolExecutor(max_workers=max(1, len(gpus or [None]))) as pool:
@@ -105,7 +138,7 @@ def grade_ray(jobs: list[GradeJob], on_result: OnResult, address: str | None = N
 
     report, raise_failures = _error_sink(on_error)
     try:
-        pending = {task.remote(job): job for job in jobs}
+        pending = {task.options(num_gpus=gpus_per_task if needs_gpu(job) else 0).remote(job): job for job in jobs}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             ref = done[0]

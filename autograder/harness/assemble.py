@@ -12,7 +12,11 @@ with only these parts taken from the student:
 So test cells cannot be edited, deleted, moved, skipped (no ``skip-execution`` or other tag
 survives) or re-pointed (a student cell claiming a test's ``grade_id`` or points is just an
 extra cell), and solutions never leak in (answer cells come from the student or the release).
-Every difference from the release in a locked cell is reported by grade_id.
+Every difference from the release in a locked cell is reported by grade_id, and every cell that
+runs has a label for reports: its grade_id, or "your cell N" (its number in the student's notebook).
+
+Which graded cells need a GPU is the instructor's source metadata (``metadata.gemmlab.needs_gpu``,
+written by ``tools/mark_gpu_cells.py``), which no hand-in can change: test cells come from the source.
 """
 from __future__ import annotations
 
@@ -39,12 +43,28 @@ def is_graded(cell) -> bool:
     return bool(_meta(cell).get("grade"))
 
 
+#: Cell metadata key (``metadata[GEMMLAB_META][NEEDS_GPU] = true``) marking a test that needs a GPU.
+GEMMLAB_META, NEEDS_GPU = "gemmlab", "needs_gpu"
+
+
+def needs_gpu(cell) -> bool:
+    """Whether the instructor marked this cell as a test that is graded only on a GPU."""
+    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
+    return isinstance(meta, dict) and meta.get(NEEDS_GPU) is True
+
+
+def notebook_needs_gpu(nb) -> bool:
+    """Whether any graded cell of the (instructor's) notebook needs a GPU."""
+    return any(is_graded(c) and needs_gpu(c) for c in nb.get("cells", []))
+
+
 @dataclass
 class Assembled:
     notebook: nbformat.NotebookNode
     tampered: list[str] = field(default_factory=list)   # plain-words notes on locked/test cells changed by the student
     added: int = 0                                       # student cells kept
     missing_answers: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)     # per cell of ``notebook``: how reports name it
 
 
 def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
@@ -54,11 +74,11 @@ def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
     source_ids = [grade_id(c) for c in source.cells if grade_id(c)]
     known = set(source_ids)
     answers: dict[str, str] = {}
-    extras: dict[str, list] = {}      # instructor grade_id the extra cells followed ("" = start)
+    extras: dict[str, list] = {}      # instructor grade_id -> (student's cell number, cell) that followed it
     tampered: list[str] = []
     seen_locked: set[str] = set()
     last = ""
-    for cell in (student.cells if student is not None else []):
+    for number, cell in enumerate(student.cells if student is not None else [], 1):
         gid = grade_id(cell)
         if gid in known and gid not in seen_locked and gid not in answers:
             rel = release_by_id.get(gid)
@@ -79,16 +99,18 @@ def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
         if cell.get("cell_type") in ("code", "markdown"):
             if gid:
                 tampered.append(f"a cell claiming grade_id {gid!r} was not the instructor's; it ran as a plain cell")
-            extras.setdefault(last, []).append(cell)
+            extras.setdefault(last, []).append((number, cell))
     if student is not None:
         for gid in source_ids:
             rel = release_by_id.get(gid)
             if rel is not None and not is_answer(rel) and gid not in seen_locked and is_graded(rel):
                 tampered.append(f"test cell {gid!r} was deleted; the original ran instead")
-    cells = [_plain_copy(c) for c in extras.get("", [])]
+    cells = [_plain_copy(c) for _, c in extras.get("", [])]
+    labels = [f"your cell {n}" for n, _ in extras.get("", [])]
     missing = []
-    for cell in source.cells:
+    for position, cell in enumerate(source.cells, 1):
         gid = grade_id(cell)
+        labels.append(gid or f"the instructor's cell {position}")
         new = copy.deepcopy(cell)
         new["outputs"] = [] if new.get("cell_type") == "code" else new.get("outputs")
         if new.get("cell_type") == "code":
@@ -101,15 +123,16 @@ def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
                 missing.append(gid)
         cells.append(new)
         if gid:
-            cells.extend(_plain_copy(c) for c in extras.get(gid, []))
+            cells.extend(_plain_copy(c) for _, c in extras.get(gid, []))
+            labels.extend(f"your cell {n}" for n, _ in extras.get(gid, []))
     nb = copy.deepcopy(source)
-    nb.cells = [c for c in cells if c is not None]
+    nb.cells = cells
     for c in nb.cells:
         if c.get("cell_type") != "code":
             c.pop("outputs", None)
             c.pop("execution_count", None)
     added = sum(len(v) for v in extras.values())
-    return Assembled(nb, tampered, added, missing)
+    return Assembled(nb, tampered, added, missing, labels)
 
 
 def _plain(cell) -> dict:
@@ -120,9 +143,7 @@ def _plain(cell) -> dict:
 
 
 def _plain_copy(cell):
-    kind = cell.get("cell_type")
-    if kind == "code":
+    """A student's own code or markdown cell with its source only (no tags, no metadata)."""
+    if cell.get("cell_type") == "code":
         return nbformat.v4.new_code_cell(cell.get("source", ""))
-    if kind == "markdown":
-        return nbformat.v4.new_markdown_cell(cell.get("source", ""))
-    return None
+    return nbformat.v4.new_markdown_cell(cell.get("source", ""))

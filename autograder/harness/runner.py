@@ -5,6 +5,11 @@ Runs on a grading worker (locally or as a Ray task). Input and output are record
 hold the notebooks as JSON, so a worker on another host needs no shared file system. Everything
 a submission does is the submission's problem and ends up in the result; only failures of the
 grading machinery itself raise :class:`InfraError` (and are retried).
+
+Never broken by a hand-in: any JSON is made a notebook or refused (:mod:`.wellformed`), the
+kernel's outputs are made well-formed, and a notebook the grader still fails on is reported as not
+graded while the others are graded. A test the instructor marked as needing a GPU
+(:func:`.assemble.needs_gpu`) scores only where :func:`.device.missing_gpu` finds the worker's GPU.
 """
 from __future__ import annotations
 
@@ -21,11 +26,13 @@ import nbformat
 
 from gemmlab.runtime.faults import classify
 
-from ..records import CellResult, GradeJob, Limits, NotebookJSON, SubmissionResult
+from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult
 from . import inkernel
-from .assemble import assemble, grade_id, is_answer, is_graded
+from .assemble import assemble, grade_id, is_answer, is_graded, needs_gpu, notebook_needs_gpu
+from .device import missing_gpu
 from .kernel import CellRun, SandboxedKernel
 from .outputs import for_feedback, hidden_lines, take_published, withhold
+from .wellformed import clean_notebook, clean_outputs
 
 
 class InfraError(RuntimeError):
@@ -90,9 +97,11 @@ def _verdict(run: CellRun) -> tuple[str, str]:
 
 
 class _NotebookGrader:
-    def __init__(self, name: str, nb: nbformat.NotebookNode, workdir: Path, gpu: str | None, limits: Limits, sandbox: bool,
-                 deadline: float, events: list[str]) -> None:
+    def __init__(self, name: str, nb: nbformat.NotebookNode, labels: list[str], workdir: Path, gpu: str | None,
+                 no_gpu: str, limits: Limits, sandbox: bool, deadline: float, events: list[str]) -> None:
         self.name, self.nb, self.limits, self.deadline, self.events = name, nb, limits, deadline, events
+        self.labels = labels
+        self.no_gpu = no_gpu                  # why this worker has no GPU ('' when it has one)
         self.kernel = SandboxedKernel(workdir / "scratch", workdir / "run", gpu, limits, sandbox)
         self.module = inkernel.new_module_name()
         self.restarts = 0
@@ -152,7 +161,8 @@ class _NotebookGrader:
             for index, cell in enumerate(self.nb.cells):
                 graded = is_graded(cell)
                 points = float(cell.metadata.get("nbgrader", {}).get("points", 0) or 0)
-                gid = grade_id(cell) or f"cell {index}"
+                gid = grade_id(cell)
+                label = self.labels[index]
                 if cell.cell_type != "code":
                     if graded:
                         grades.append(CellResult(self.name, gid, points, None, "manual", "graded by hand"))
@@ -173,13 +183,14 @@ class _NotebookGrader:
                     if run.status == "timeout" and timeout < _cell_timeout(cell, self.limits):
                         run.message = f"the submission's time limit of {self.limits.submission_s:g} s ran out in this cell"
                     if not run.completed:
-                        self.events.append(f"{self.name}, {gid}: {run.message}")
-                run.outputs, published = take_published(run.outputs)
+                        self.events.append(f"{self.name}, {label}: {run.message}")
+                run.ename, run.evalue = str(run.ename or ""), str(run.evalue or "")
+                run.outputs, published = take_published(clean_outputs(run.outputs))
                 cell.outputs = run.outputs
                 if run.completed and not graded:
                     self.done_ok.append(index)
                 if leaves_gpu_unusable(run):
-                    self.events.append(f"{self.name}, {gid}: {run.ename} left the GPU context unusable; "
+                    self.events.append(f"{self.name}, {label}: {run.ename} left the GPU context unusable; "
                                        "the next cell runs in a fresh kernel")
                     self.kernel.kill()
                     if not graded and self.done_ok and self.done_ok[-1] == index:
@@ -191,12 +202,14 @@ class _NotebookGrader:
                 score: float | None = 0.0
                 if is_answer(cell):
                     status, message, score = "manual", "graded by hand", None
+                elif needs_gpu(cell) and self.no_gpu:
+                    status, message = "needs_gpu", f"not graded: this test needs a GPU, and {self.no_gpu}"
                 elif status == "passed":
                     problems = self._probe() if self.kernel.km is not None else None
                     if problems is None or problems:
                         what = "; ".join(problems) if problems else "the grader's check-up got no genuine answer"
                         status, message = "tampered", f"the notebook interfered with grading ({what}); 0 points"
-                        self.events.append(f"{self.name}, {gid}: {message}")
+                        self.events.append(f"{self.name}, {label}: {message}")
                     else:
                         score = _partial_score(run, points)
                 grades.append(CellResult(self.name, gid, points, score, status, message, round(run.seconds, 3),
@@ -212,6 +225,23 @@ def _read(data: NotebookJSON) -> nbformat.NotebookNode:
     return nbformat.reads(json.dumps(data), as_version=4)
 
 
+def _ungraded_cells(name: str, source: nbformat.NotebookNode, status: str, message: str) -> list[CellResult]:
+    """Every graded cell of the notebook at 0 points, with why it was not graded."""
+    return [CellResult(name, grade_id(c), float(c.metadata.get("nbgrader", {}).get("points", 0) or 0), 0.0, status,
+                       message) for c in source.cells if is_graded(c)]
+
+
+def _student_notebook(name: str, parts: NotebookParts, events: list[str]) -> tuple[nbformat.NotebookNode | None, str]:
+    """``(the hand-in as a notebook or None, why it was refused or '')``; cells left out go to ``events``."""
+    if parts.refused:
+        return None, parts.refused
+    if parts.student is None:
+        return None, ""
+    cleaned = clean_notebook(parts.student)
+    events.extend(f"{name}: {why}" for why in cleaned.repairs)
+    return (nbformat.from_dict(cleaned.notebook) if cleaned.notebook is not None else None), cleaned.refused
+
+
 def grade_submission(job: GradeJob) -> SubmissionResult:
     """Grade every notebook of one hand-in on ``job.gpu``; raises only :class:`InfraError`."""
     limits = job.limits
@@ -221,22 +251,43 @@ def grade_submission(job: GradeJob) -> SubmissionResult:
     events: list[str] = []
     flags: list[str] = []
     cells: list[CellResult] = []
+    not_graded: list[str] = []
     executed: dict[str, NotebookJSON] = {}
     try:
         for k, (name, parts) in enumerate(sorted(job.notebooks.items())):
             source, release = _read(parts.source), _read(parts.release)
-            student = _read(parts.student) if parts.student else None
-            built = assemble(source, release, student)
-            events.extend(f"{name}: {t}" for t in built.tampered)
-            if student is None:
-                events.append(f"{name}: not handed in; the released notebook was graded")
-            for cell in built.notebook.cells:
-                if cell.cell_type == "code" and (is_answer(cell) or not grade_id(cell)):
-                    for why in scan(cell.source):
-                        flags.append(f"{name}, {grade_id(cell) or 'an added cell'}: {why}")
-            workdir = root / f"nb{k}"
-            grader = _NotebookGrader(name, built.notebook, workdir, job.gpu, limits, job.sandbox, deadline, events)
-            cells.extend(grader.run())
+            student, refused = _student_notebook(name, parts, events)
+            if refused:
+                why = f"the hand-in was refused: {refused}"
+                cells.extend(_ungraded_cells(name, source, "refused", f"not graded: {why}"))
+                not_graded.append(f"{name}: {why}")
+                continue
+            try:
+                built = assemble(source, release, student)
+                events.extend(f"{name}: {t}" for t in built.tampered)
+                if student is None:
+                    events.append(f"{name}: not handed in; the released notebook was graded")
+                for cell, label in zip(built.notebook.cells, built.labels):
+                    if cell.cell_type == "code" and (is_answer(cell) or not grade_id(cell)):
+                        for why in scan(cell.source):
+                            flags.append(f"{name}, {label}: {why}")
+                no_gpu = missing_gpu(job.gpu) if notebook_needs_gpu(source) else ""
+                workdir = root / f"nb{k}"
+                grader = _NotebookGrader(name, built.notebook, built.labels, workdir, job.gpu, no_gpu, limits,
+                                         job.sandbox, deadline, events)
+                graded = grader.run()
+            except InfraError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the grader's own failure on one notebook; the others go on
+                why = f"the grader failed on it ({type(exc).__name__}: {str(exc)[:300]})"
+                cells.extend(_ungraded_cells(name, source, "grader_error", f"not graded: {why}"))
+                not_graded.append(f"{name}: {why}")
+                continue
+            cells.extend(graded)
+            gpu_tests = [c.grade_id for c in graded if c.status == "needs_gpu"]
+            if gpu_tests:
+                not_graded.append(f"{name}: {len(gpu_tests)} test(s) need a GPU ({', '.join(gpu_tests)}), "
+                                  f"and {no_gpu}")
             executed[name] = json.loads(json.dumps(built.notebook))   # plain data, sources as run
             shutil.rmtree(workdir, ignore_errors=True)
     finally:
@@ -246,4 +297,4 @@ def grade_submission(job: GradeJob) -> SubmissionResult:
         job.student, job.assignment, job.attempt, tuple(cells),
         score=round(sum(c.score for c in scored), 6), max_score=round(sum(c.points for c in cells), 6),
         seconds=round(time.monotonic() - t0, 3), events=tuple(events), flags=tuple(sorted(set(flags))),
-        executed=executed, worker=job.worker)
+        executed=executed, worker=job.worker, not_graded=tuple(not_graded))

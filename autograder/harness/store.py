@@ -13,12 +13,13 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..records import SubmissionResult
 
 
-def attempt_id(notebooks: dict[str, dict | None]) -> str:
-    """A short digest of what was handed in (notebook name → JSON, None when missing)."""
+def attempt_id(notebooks: dict[str, Any]) -> str:
+    """A short digest of what was handed in (notebook name → any JSON value, None when missing)."""
     h = hashlib.sha256()
     for name in sorted(notebooks):
         h.update(name.encode() + b"\0")
