@@ -123,10 +123,9 @@ class Instantiation:
     what: str
 
 
-def heaviest_instantiations(trace: Path, count: int = 10) -> list[Instantiation]:
-    """The ``count`` template instantiations with the most total (inclusive) time in a
-    -fdevice-time-trace file (Chrome trace JSON; NVRTC names them 'Instantiating Template
-    Class/Function', with the instance in ``args.detail``). Own time leaves out nested events."""
+def instantiations(trace: Path) -> list[Instantiation]:
+    """Every template instantiation in a -fdevice-time-trace file, most total (inclusive) time first (Chrome trace JSON; NVRTC names them 'Instantiating Template
+    Class/Function', with the instance in ``args.detail``). Own time leaves out nested events; an unreadable file has none."""
     try:
         events = json.loads(trace.read_text()).get("traceEvents", [])
     except (OSError, ValueError, AttributeError):
@@ -158,7 +157,12 @@ def heaviest_instantiations(trace: Path, count: int = 10) -> list[Instantiation]
         entry[1] += own[id(event)] / 1e6
         entry[2] += 1
     found = [Instantiation(t, s, int(n), what) for what, (t, s, n) in totals.items()]
-    return sorted(found, key=lambda i: i.total_s, reverse=True)[:count]
+    return sorted(found, key=lambda i: i.total_s, reverse=True)
+
+
+def heaviest_instantiations(trace: Path, count: int = 10) -> list[Instantiation]:
+    """The ``count`` instantiations with the most total time (their nested instantiations included)."""
+    return instantiations(trace)[:count]
 
 
 def baseline_options(arch: str) -> list[str]:
@@ -196,16 +200,22 @@ def nvrtc_compile(source: str, name: str, options: list[str], pch_heap: int = 0)
         row = {"seconds": seconds, "cpu": cpu, "ok": int(result) == 0, "phases": _phases(timing)}
         if int(result) == 0:
             _, psize = nvrtc.nvrtcGetPTXSize(prog)
-            if psize > 1:  # --fdevice-syntax-only stops before there is any PTX
-                ptx = b" " * psize
-                nvrtc.nvrtcGetPTX(prog, ptx)
+            ptx = b" " * psize
+            nvrtc.nvrtcGetPTX(prog, ptx)
+            if b".entry" in ptx:  # --fdevice-syntax-only stops before there is any kernel
                 _, lowered = nvrtc.nvrtcGetLoweredName(prog, expression)
                 res = resources.parse(log, ptx.decode(errors="replace"), lowered.decode())
                 row.update(registers=res.registers, spills=res.spill_stores_bytes + res.spill_loads_bytes)
         else:
-            row["error"] = [line for line in log.strip().splitlines() if "error" in line][:3] or log.splitlines()[:3]
+            errors = [line for line in log.strip().splitlines() if "error" in line] or log.splitlines()
+            row["error"] = [short_path(line) for line in errors[:3]]
         nvrtc.nvrtcDestroyProgram(prog)
     return row
+
+
+def short_path(line: str) -> str:
+    """A compiler message with its file named by its last two path parts ('cutlass/x.hpp(318): error: ...')."""
+    return re.sub(r"(?:[^\s(]*/)?([^/\s(]+/[^/\s(]+)(?=\(\d+\))", r"\1", line.strip())
 
 
 def _phases(path: Path) -> str:
@@ -228,7 +238,7 @@ def lever_verdict(row: dict, base: dict) -> str:
     """Keep or not: a failed compile is not kept; a kept lever saves KEEP_GAIN of the baseline's CPU
     and leaves registers and spills alone."""
     if not row.get("ok", True):
-        return f"not kept: does not compile ({(row.get('error') or ['?'])[0].strip()[:90]})"
+        return f"not kept: does not compile ({(row.get('error') or ['?'])[0][:100]})"
     if not base.get("cpu"):
         return "no verdict: the baseline did not run"
     gain = 1.0 - row["cpu"] / base["cpu"]
@@ -321,9 +331,12 @@ def print_table(rows: list[tuple[str, dict]]) -> None:
         print(f"{label:<62} {row['seconds']:>7.3f} s {cpu}  {regs}  {row.get('verdict', '')}")
         if row.get("phases"):
             print(f"{'':<6}phases: {row['phases']}")
-        for inst in row.get("instantiations", []):
-            print(f"{'':<6}{inst['total_s']:6.2f} s total {inst['self_s']:6.2f} s own  x{inst['count']:<3} "
-                  f"{inst['what'][:120]}")
+        for key in ("instantiations", "instantiations_by_own_time"):
+            if row.get(key):
+                print(f"{'':<6}{'by total time' if key == 'instantiations' else 'by own time'}:")
+            for inst in row.get(key, []):
+                print(f"{'':<8}{inst['total_s']:6.2f} s total {inst['self_s']:6.2f} s own  x{inst['count']:<3} "
+                      f"{inst['what'][:120]}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -395,9 +408,13 @@ def main(argv: list[str] | None = None) -> int:
             option, trace = time_trace_option(Path(tmp) / "trace")
             row = add("  -fdevice-time-trace (where the front end's time goes)",
                       nvrtc_compile(CUTE, "gemm", [*baseline_options(arch), option]))
-            row["instantiations"] = [vars(i) for i in heaviest_instantiations(trace)]
-            row["verdict"] = ("diagnostic: top 10 instantiations below (total includes nested ones)"
-                              if row["instantiations"] else f"diagnostic: NO instantiations found in {trace.name}")
+            found = instantiations(trace)
+            row["instantiations"] = [vars(i) for i in found[:10]]
+            row["instantiations_by_own_time"] = [vars(i) for i in sorted(found, key=lambda i: -i.self_s)[:5]]
+            own = sum(i.self_s for i in found)
+            row["verdict"] = (f"diagnostic: {len(found)} instantiations, {own:.1f} s of own time; the 10 with the most "
+                              f"total time, then the 5 with the most own time, below"
+                              if found else f"diagnostic: NO instantiations found in {trace.name}")
     for key in levers:
         if key in LEVERS:
             lever = LEVERS[key]

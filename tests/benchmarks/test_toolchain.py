@@ -39,8 +39,9 @@ def test_instantiations_are_ranked_by_total_time_with_their_own_time(tmp_path: P
     outer, other = found
     assert outer.total_s == pytest.approx(3.0) and outer.self_s == pytest.approx(1.0) and outer.count == 1
     assert other.total_s == pytest.approx(2.5) and other.self_s == pytest.approx(2.5) and other.count == 2
-    inner = bench.heaviest_instantiations(trace)[2]
-    assert inner.what == "function inner [inner<int>]" and inner.self_s == pytest.approx(1.5)
+    every = bench.instantiations(trace)
+    assert len(every) == 3 and every[:2] == found
+    assert every[2].what == "function inner [inner<int>]" and every[2].self_s == pytest.approx(1.5)
 
 
 def test_an_unreadable_trace_lists_nothing(tmp_path: Path) -> None:
@@ -103,3 +104,10 @@ def test_unknown_levers_are_refused_with_the_choices() -> None:
     with pytest.raises(SystemExit, match="unknown lever.*nope.*choose from.*minimal"):
         bench.chosen_levers(parser_args)
     assert bench.chosen_levers(bench.argparse.Namespace(levers=None, quick=True, trace=True)) == ["pch", "trace"]
+
+
+def test_a_failed_lever_names_the_header_briefly() -> None:
+    line = ("/site-packages/cutlass_library/source/include/cutlass/cuda_host_adapter.hpp(318): "
+            "error: identifier \"cudaStream_t\" is undefined")
+    assert bench.short_path(line) == "cutlass/cuda_host_adapter.hpp(318): error: identifier \"cudaStream_t\" is undefined"
+    assert bench.short_path("kernel.cu(3): error: x") == "kernel.cu(3): error: x"
