@@ -124,12 +124,16 @@ class Instantiation:
 
 
 def instantiations(trace: Path) -> list[Instantiation]:
-    """Every template instantiation in a -fdevice-time-trace file, most total (inclusive) time first (Chrome trace JSON; NVRTC names them 'Instantiating Template
-    Class/Function', with the instance in ``args.detail``). Own time leaves out nested events; an unreadable file has none."""
+    """Every template instantiation in a -fdevice-time-trace file, most total (inclusive) time first.
+
+    The file is Chrome trace JSON; NVRTC names these events 'Instantiating Template Class/Function',
+    with the instance in ``args.detail``. Own time leaves out nested events. An unreadable file has none.
+    """
     try:
         events = json.loads(trace.read_text()).get("traceEvents", [])
     except (OSError, ValueError, AttributeError):
         return []
+
     def thread(event: dict) -> tuple[str, str]:
         return str(event.get("pid", "")), str(event.get("tid", ""))
 
@@ -158,11 +162,6 @@ def instantiations(trace: Path) -> list[Instantiation]:
         entry[2] += 1
     found = [Instantiation(t, s, int(n), what) for what, (t, s, n) in totals.items()]
     return sorted(found, key=lambda i: i.total_s, reverse=True)
-
-
-def heaviest_instantiations(trace: Path, count: int = 10) -> list[Instantiation]:
-    """The ``count`` instantiations with the most total time (their nested instantiations included)."""
-    return instantiations(trace)[:count]
 
 
 def baseline_options(arch: str) -> list[str]:
