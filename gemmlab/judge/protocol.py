@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..check import SUITES as _CHECK_SUITES
 from .errors import JudgeError
 from .spec import KernelSpec
 
@@ -24,7 +25,8 @@ MAX_SHAPES = 32
 MAX_DIMENSION = 16384
 #: Most elements of A, B and the output together (about 0.8 GB of fp32 output at the limit).
 MAX_ELEMENTS = 3 * 8192 * 8192
-SUITES = ("default", "aligned", "odd", "large")
+#: The shape suites of gemmlab.check_gemm a request may name.
+SUITES = tuple(_CHECK_SUITES)
 ACTIONS = ("check", "bench")
 DTYPES = ("float16", "bfloat16")
 OUT_DTYPES = ("float16", "bfloat16", "float32")

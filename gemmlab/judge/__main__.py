@@ -1,0 +1,78 @@
+"""``python -m gemmlab.judge``: read one JSON request on stdin, write one JSON report on stdout.
+
+Nothing else reaches stdout: before anything runs, file descriptor 1 is pointed at stderr (so
+prints, logs and a kernel's device ``printf``, which the driver writes to descriptor 1, land in
+the log), and the report is written to a private copy of the original stdout. The process
+exits right after the report, without tearing down a CUDA context a hung kernel may still hold.
+
+Options (chosen by the trusted caller, never by the request): ``--backend gpu|fake``,
+``--compile-memory-mb N`` (address-space limit of the compile; 0: none), ``--cache-dir DIR`` (a
+compile cache only the judge writes; default: no cache).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from typing import Sequence
+
+from .backend import Backend, FakeBackend, GpuBackend, judge
+from .errors import JudgeError
+from .protocol import MAX_REQUEST_BYTES, JudgeReport, JudgeRequest
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gemmlab.judge", description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("gpu", "fake"), default="gpu")
+    parser.add_argument("--compile-memory-mb", type=int, default=16384)
+    parser.add_argument("--cache-dir", default=None)
+    return parser
+
+
+def answer(raw: bytes, backend: Backend) -> JudgeReport:
+    """The report for one raw request: refused when it does not parse, else the backend's judgement."""
+    try:
+        request = JudgeRequest.from_json(raw)
+    except JudgeError as exc:
+        return JudgeReport("refused", error=str(exc), error_type="JudgeError")
+    try:
+        return judge(request, backend)
+    except Exception as exc:  # not a GemmlabError: a fault in the judge itself, reported instead of lost
+        traceback.print_exc(file=sys.stderr)
+        return JudgeReport("error", request.action, error=f"the judge failed unexpectedly: {type(exc).__name__}: "
+                           f"{str(exc)[:500]}", error_type=type(exc).__name__)
+
+
+def _report_channel() -> int:
+    """A private copy of stdout for the report; descriptor 1 (and sys.stdout) then go to stderr."""
+    sys.stdout.flush()
+    channel = os.dup(1)
+    os.dup2(2, 1)
+    return channel
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    channel = _report_channel()
+    if args.backend == "fake":
+        backend: Backend = FakeBackend()
+    else:
+        if args.cache_dir:
+            os.environ["GEMMLAB_CACHE"] = args.cache_dir
+        backend = GpuBackend(compile_memory_bytes=max(args.compile_memory_mb, 0) << 20,
+                             use_cache=bool(args.cache_dir))
+    raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
+    report = answer(raw, backend)
+    data = report.to_json().encode()
+    while data:
+        data = data[os.write(channel, data):]
+    os.close(channel)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

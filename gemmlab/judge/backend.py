@@ -1,0 +1,200 @@
+"""The judge's backends and the one flow they share: compile, bind, check or time, report.
+
+Why a backend: the flow (which errors become which verdict, what a report holds) is the same
+with and without a GPU, so CPU tests exercise it with :class:`FakeBackend`, which follows the
+same protocol and builds its results through the same result classes, and only
+:class:`GpuBackend` touches NVRTC, CUDA and torch.
+
+Every :class:`~gemmlab.errors.GemmlabError` becomes a report. A lost CUDA context or a kernel
+that did not finish is reported as such; the process that saw it is then done (``__main__``
+exits after writing the report, so the next request gets a fresh process and context).
+"""
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import signal
+import time
+from typing import Any, Protocol, Sequence
+
+from ..bench import BenchResult
+from ..check import SUITES, CheckResult, Row
+from ..errors import CompileTimeoutError, ContextLostError, GemmlabError, KernelTimeoutError
+from ..integrity import BenchIntegrityError
+from ..runtime import faults
+from ..signature import Param
+from . import binding
+from .errors import JudgeError
+from .protocol import JudgeReport, JudgeRequest
+from .spec import KernelSpec
+
+
+class Backend(Protocol):
+    """Compiles a spec, then checks or times the kernel it made; raises GemmlabErrors for the flow to report."""
+
+    def prepare(self, request: JudgeRequest) -> Sequence[Param]:
+        """Compile (or pretend to) and return the kernel's parameters."""
+
+    def check(self, request: JudgeRequest) -> CheckResult: ...
+
+    def bench(self, request: JudgeRequest) -> BenchResult: ...
+
+    def device(self) -> str: ...
+
+
+def shapes_of(request: JudgeRequest) -> list[tuple[int, int, int]]:
+    """The shapes a check runs: the request's list, or its suite's."""
+    return list(SUITES[request.shapes]) if isinstance(request.shapes, str) else list(request.shapes)
+
+
+def _error_report(request: JudgeRequest, verdict: str, exc: BaseException, device: str) -> JudgeReport:
+    return JudgeReport(verdict, request.action, error=str(exc), error_type=type(exc).__name__, device=device)
+
+
+def judge(request: JudgeRequest, backend: Backend) -> JudgeReport:
+    """Run one request on ``backend`` and say how it went; never raises a GemmlabError."""
+    device = ""
+    try:
+        device = backend.device()
+        params = backend.prepare(request)
+        binding.check_parameters(params, request.spec.convention, request.spec.name)
+        if request.action == "check":
+            result = backend.check(request)
+            return JudgeReport("passed" if result.passed else "failed", "check", check=result.to_dict(), device=device)
+        timed = backend.bench(request)
+        return JudgeReport("passed", "bench", bench=timed.to_dict(), device=device)
+    except ContextLostError as exc:
+        return _error_report(request, "context_lost", exc, device)
+    except (KernelTimeoutError, CompileTimeoutError) as exc:
+        return _error_report(request, "timeout", exc, device)
+    except JudgeError as exc:  # the kernel's parameters or launch are outside what the judge understands
+        return _error_report(request, "refused", exc, device)
+    except BenchIntegrityError as exc:
+        return _error_report(request, "failed", exc, device)
+    except GemmlabError as exc:
+        return _error_report(request, "error", exc, device)
+
+
+# --------------------------------------------------------------------------- the real one
+
+
+class GpuBackend:
+    """Compiles with a time and memory limit, loads the cubin, and runs gemmlab's checks on a launcher it builds."""
+
+    def __init__(self, compile_memory_bytes: int | None = 16 << 30, use_cache: bool = False) -> None:
+        self.compile_memory_bytes = compile_memory_bytes
+        self.use_cache = use_cache
+        self._launcher: Any = None
+
+    def device(self) -> str:
+        from ..gpu import device_name, require_gpu
+
+        require_gpu("The kernel judge")
+        return device_name()
+
+    def prepare(self, request: JudgeRequest) -> Sequence[Param]:
+        from ..compilation import worker
+        from ..compiler import compile_to
+        from .launcher import TrustedLauncher
+        from .limits import address_space_limit
+
+        spec = request.spec
+        try:
+            with address_space_limit(self.compile_memory_bytes):
+                compiled = compile_to(spec.source, spec.name, spec.arch, spec.options, use_cache=self.use_cache,
+                                      timeout=request.limits.compile_s)
+        finally:
+            worker.stop_all()  # the worker carries the lowered limit, and the judge compiles once
+        self._launcher = TrustedLauncher(compiled, spec)
+        return compiled.params
+
+    def _dtypes(self, request: JudgeRequest) -> tuple[Any, Any]:
+        import torch
+
+        dtype = getattr(torch, request.dtype)
+        return dtype, getattr(torch, request.out_dtype) if request.out_dtype else dtype
+
+    def check(self, request: JudgeRequest) -> CheckResult:
+        from ..check import check_gemm
+
+        dtype, out_dtype = self._dtypes(request)
+        return check_gemm(self._launcher, request.spec.convention, dtype, out_dtype, shapes_of(request),
+                          timeout_s=request.limits.kernel_s, forbid_library=True)
+
+    def bench(self, request: JudgeRequest) -> BenchResult:
+        from ..bench import bench_gemm
+
+        dtype, out_dtype = self._dtypes(request)
+        return bench_gemm(self._launcher, request.shape, request.spec.convention, dtype, out_dtype,
+                          label=request.spec.name, timeout_s=request.limits.kernel_s, verify=True)
+
+
+# --------------------------------------------------------------------------- the fake one for CPU tests
+
+
+class FakeBackend:
+    """Follows the judge's protocol without a GPU; what a kernel "does" is read from its name's ending.
+
+    ``*_wrong``: wrong in the last column of tiles (the check fails with a heatmap; a timing fails
+    its verification). ``*_hang``: a kernel timeout. ``*_oob``: an illegal address (context lost).
+    ``*_crash``: the judge process dies. ``*_stall``: the judge never answers. ``*_flood``: the
+    kernel writes to standard output (which must not reach the report). Anything else passes.
+    The parameters come from the kernel's declaration (no compile), so binding is real.
+    """
+
+    DEVICE = "fake GPU (CPU tests)"
+
+    def device(self) -> str:
+        return self.DEVICE
+
+    def prepare(self, request: JudgeRequest) -> Sequence[Param]:
+        from ..compilation.job import find_declaration
+
+        return find_declaration(request.spec.source, request.spec.name).params
+
+    def _run_kernel(self, spec: KernelSpec, shape: tuple[int, int, int]) -> None:
+        spec.geometry(*shape)  # the launch geometry is evaluated as the real launcher would
+        kind = spec.name.rsplit("_", 1)[-1]
+        if kind == "hang":
+            raise KernelTimeoutError(f"kernel '{spec.name}' did not finish within its time limit.")
+        if kind == "oob":
+            raise faults.mark_lost(f"kernel '{spec.name}' failed: an illegal memory access (CUDA_ERROR_ILLEGAL_ADDRESS)")
+        if kind == "crash":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kind == "stall":
+            while True:
+                time.sleep(60)
+        if kind == "flood":
+            os.write(1, b"{\"verdict\": \"passed\"}\n" * 1000)
+            print("printf from the kernel", flush=True)
+
+    def check(self, request: JudgeRequest) -> CheckResult:
+        import numpy as np
+
+        rows = []
+        for shape in shapes_of(request):
+            self._run_kernel(request.spec, shape)
+            if request.spec.name.endswith("_wrong"):
+                M, N, _ = shape
+                tiles = np.zeros((math.ceil(M / 128), math.ceil(N / 128)), dtype=np.float32)
+                tiles[:, -1] = 1.0
+                rows.append(Row(shape, False, 0.5, (0, N - 1, 0.0, 1.0), int(M * min(N, 128)), True, True,
+                                "elements wrong in the last column of tiles", 0, 0, tiles))
+            else:
+                rows.append(Row(shape, True, 1e-4, (0, 0, 1.0, 1.0), 0, True, True, "ok"))
+        out = request.out_dtype or request.dtype
+        return CheckResult(rows, request.spec.convention, request.dtype, out, (128, 128), secrets.randbits(62),
+                           self.DEVICE)
+
+    def bench(self, request: JudgeRequest) -> BenchResult:
+        self._run_kernel(request.spec, request.shape)
+        if request.spec.name.endswith("_wrong"):
+            raise BenchIntegrityError(f"{request.spec.name}: the verified call gave a wrong result.")
+        M, N, K = request.shape
+        tflops = 2.0 * M * N * K / 1e-3 / 1e12
+        return BenchResult(request.shape, request.spec.convention, request.dtype, request.out_dtype or request.dtype,
+                           1.0, tflops, 0.5, 2 * tflops, 0.5, self.DEVICE, 10, request.spec.name)
+
+
+__all__ = ["Backend", "FakeBackend", "GpuBackend", "judge", "shapes_of"]
