@@ -1,0 +1,99 @@
+"""Mark the course's test cells that need a GPU, so the grader pays them out only on a GPU.
+
+The grader reads ``metadata.gemmlab.needs_gpu = true`` from the instructor's source notebook
+(``solutions/``), which no hand-in can change, and gives such a test its points only when the
+worker that ran it has a GPU (``autograder.harness.assemble.needs_gpu``); elsewhere it is "not
+graded: needs a GPU". Marking by list, not by reading the code: a test hides its kernel checks
+inside ``if GPU:`` or falls back to compile-only checks, and would pass on a CPU grader.
+
+Idempotent; touches only that metadata key; fails if a listed grade_id is missing (the notebook
+changed: update the list). ``python tools/release.py`` carries the metadata to ``course/``.
+
+    python tools/mark_gpu_cells.py            # mark solutions/*/*.ipynb
+    python tools/mark_gpu_cells.py --check    # exit 1 if a notebook is not marked as listed
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+META, KEY = "gemmlab", "needs_gpu"   # the grader's convention: autograder.harness.assemble.NEEDS_GPU
+
+#: Per notebook, the graded cells whose points need the kernel to run on a GPU (correctness and speed).
+#: Not listed: layout, index and PTX-only tests, 07's sm_100a compile test (test_bw_tile) and
+#: 09's build test, which are graded the same with or without a GPU.
+GPU_TESTS: dict[str, tuple[str, ...]] = {
+    "00_gpu_and_roofline": (),
+    "01_layouts_and_partitioning": ("test_copy_kernel_slow",),
+    "02_tiled_copy": ("test_copy_kernel", "test_bandwidth"),
+    "03_swizzle_and_banks": ("test_transpose",),
+    "04_mma": ("test_mma_tile", "test_cta_kernel_slow"),
+    "05_global_gemm": ("test_gemm_correct_slow", "test_perf_bar_slow"),
+    "06_pipelining": ("test_pipeline_kernel_slow", "test_performance_bar_slow"),
+    "07_hopper": ("test_one_tile_slow", "test_pipelined_slow", "test_ws_slow", "test_ws_speed_slow"),
+    "08_cuda_ladder": ("test_naive_slow", "test_smem_slow", "test_wmma_slow", "test_dbuf_slow", "test_swizzle_slow",
+                       "test_any_slow", "test_any_speed_slow"),
+    "09_capstone": ("test_capstone_correct_slow", "test_capstone_speed_slow"),
+}
+
+
+class MarkError(RuntimeError):
+    """The list and the notebook disagree; the message names the notebook and the grade_id."""
+
+
+def _grade_id(cell: dict) -> str:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+
+
+def marked(nb: dict, wanted: tuple[str, ...], where: str) -> dict:
+    """``nb`` with ``needs_gpu`` set on exactly the graded cells in ``wanted`` (removed elsewhere)."""
+    found = {_grade_id(c): c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    if missing := [g for g in wanted if g not in found]:
+        raise MarkError(f"{where}: no graded cell {', '.join(missing)}: update GPU_TESTS in tools/mark_gpu_cells.py")
+    for cell in nb["cells"]:
+        meta = cell.setdefault("metadata", {})
+        if _grade_id(cell) in wanted and found.get(_grade_id(cell)) is cell:
+            meta.setdefault(META, {})[KEY] = True
+        elif KEY in meta.get(META, {}):
+            del meta[META][KEY]
+            if not meta[META]:
+                del meta[META]
+    return nb
+
+
+def mark_file(path: Path, wanted: tuple[str, ...], check: bool) -> bool:
+    """Mark one notebook file (only if it changes); True when it was (or, with ``check``, would be) changed."""
+    text = path.read_text()
+    nb = marked(json.loads(text), wanted, str(path.relative_to(path.parents[2])))
+    new = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"   # as nbformat writes
+    if json.loads(new) == json.loads(text):
+        return False
+    if not check:
+        path.write_text(new)
+    return True
+
+
+def main(argv: list[str] | None = None, solutions: Path = SOLUTIONS) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report notebooks that are not marked as listed")
+    args = parser.parse_args(argv)
+    changed = []
+    for assignment, wanted in GPU_TESTS.items():
+        for path in sorted((solutions / assignment).glob("*.ipynb")):
+            try:
+                if mark_file(path, wanted, args.check):
+                    changed.append(path)
+            except MarkError as err:
+                print(err, file=sys.stderr)
+                return 2
+    for path in changed:
+        print(f"{'not marked' if args.check else 'marked'}: {path.relative_to(solutions.parent)}")
+    return 1 if args.check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
