@@ -12,8 +12,9 @@ What the page is made of, and where each part comes from:
   ``<pre>`` blocks, pictures are decoded and re-encoded as PNG by the grader, tables and pictures
   of published results are drawn here from their numbers, and all of it sits in boxes marked as
   the notebook's, apart from the grade. No HTML, SVG or script from a notebook reaches the page;
-- the roofline: the timings of every test, drawn here and labelled by test name (a test may add
-  at most as many points as its source has timing calls).
+- the roofline: the timings of every test, drawn here and labelled by test name, at most
+  :data:`MAX_POINTS_PER_TEST` a test (its numbers are the student's process's report until a
+  trusted judge times kernels: a few coarse numbers per test, not text).
 
 Hidden test code never appears: tests it ran in show only name, verdict, points and messages.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,13 +37,13 @@ STATUS = {"passed": ("#e6f4ea", "passed"), "failed": ("#fce8e6", "failed"), "tam
           "died": ("#fce8e6", "kernel died"), "memory": ("#fce8e6", "memory limit"),
           "output_limit": ("#fce8e6", "output limit")}
 #: Verdicts whose record message the grader writes from what it observed itself (limits, exit status).
-GRADER_WORDS = ("passed", "manual", "not_run", "timeout", "died", "memory", "output_limit")
+GRADER_WORDS = ("manual", "not_run", "timeout", "died", "memory", "output_limit")
 TAMPERED = "the notebook interfered with grading, so this test scores nothing (your instructor has the details)"
 FAILED = "the test failed"
 NOT_SHOWN = ("What this test printed is not shown: it ran after hidden tests, so it could repeat them. "
              "The verdict and points above are all the feedback this test gives.")
-#: Calls in a test's source that each publish one timing.
-TIMING_CALLS = re.compile(r"\b(performance_bar|bench_gemm)\s*\(")
+#: Roofline points one test may add (the course's tests time at most 4 kernels each).
+MAX_POINTS_PER_TEST = 8
 
 
 @dataclass(frozen=True)
@@ -81,12 +81,10 @@ def _test_cells(result: SubmissionResult) -> dict[tuple[str, str], dict]:
 def perf_points(result: SubmissionResult) -> list[PerfPoint]:
     """The kernels timed in the graded cells, from the results gemmlab published there: each
     performance bar, and each bench_gemm run that was not already a bar's timing. Labelled by the
-    test's grade_id (the student's labels are not used); a test whose source the record has adds at
-    most as many points as that source has timing calls."""
+    test's grade_id (the student's labels are not used), at most :data:`MAX_POINTS_PER_TEST` a test."""
     from gemmlab.bench import BenchResult
     from gemmlab.perfbar import PerfBarResult
 
-    sources = _test_cells(result)
     points = []
     for cell in result.cells:
         bars, benches = [], []
@@ -102,12 +100,7 @@ def perf_points(result: SubmissionResult) -> list[PerfPoint]:
         mine = [_point(cell.grade_id, bar.bench) for bar in bars]
         extra = [b for b in benches if b not in timed_by_bars]
         mine += [_point(f"{cell.grade_id}: timing {i + 1}", b) for i, b in enumerate(extra)]
-        mine = [p for p in mine if _finite_positive(p)]
-        source = sources.get((cell.notebook, cell.grade_id))
-        if source is not None:
-            mine = mine[:len(TIMING_CALLS.findall(source.get("source", "") if isinstance(source.get("source"), str)
-                                                  else "".join(source.get("source") or [])))]
-        points += mine
+        points += [p for p in mine if _finite_positive(p)][:MAX_POINTS_PER_TEST]
     return points
 
 
