@@ -165,8 +165,9 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
             cmd += ["--ro-bind", path, path]
     for node in gpu_device_nodes():
         cmd += ["--dev-bind", node, node]
-    cmd += ["--perms", "01777", "--size", str(spec.scratch_bytes), "--tmpfs", str(spec.scratch),
-            "--bind", str(spec.run_dir), str(spec.run_dir)]
+    # Scratch last, so that no bind (a run folder around it) hides it.
+    cmd += ["--bind", str(spec.run_dir), str(spec.run_dir),
+            "--perms", "01777", "--size", str(spec.scratch_bytes), "--tmpfs", str(spec.scratch)]
     cmd += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session"]
     # Root's bwrap keeps the capabilities setpriv needs to become nobody; setpriv then drops them all.
