@@ -223,3 +223,72 @@ def flaky_grader(marks: Path, faults: dict[str, str]):
         return grade_submission(job)
 
     return grade
+
+
+# --------------------------------------------------------------------------- hand-ins from the course's notebooks
+def course_parts(assignment: str) -> tuple[str, dict, dict]:
+    """``(notebook name, instructor's source JSON, student release JSON)`` of a one-notebook assignment
+    of this repository's course (solutions/ and course/), so that tests follow the course as it changes."""
+    from tests.support import ROOT
+
+    (path,) = sorted((ROOT / "solutions" / assignment).glob("*.ipynb"))
+    release = ROOT / "course" / assignment / path.name
+    return path.name, json.loads(path.read_text()), json.loads(release.read_text())
+
+
+def solved(source: dict, release: dict) -> dict:
+    """The release with the solutions' answers filled in: a hand-in that earns full marks."""
+    answers = {_gid(c): c["source"] for c in source["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    nb = copy.deepcopy(release)
+    for c in nb["cells"]:
+        if _gid(c) in answers:
+            c["source"] = answers[_gid(c)]
+    return nb
+
+
+def _answer_index(nb: dict) -> int:
+    return next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+
+
+def _with(nb: dict, change) -> str:
+    nb = copy.deepcopy(nb)
+    change(nb)
+    return json.dumps(nb)
+
+
+#: Malformed hand-ins, each made from a solved notebook: kind -> file text. Graded as far as they
+#: can be (MALFORMED_GRADED) or refused with a reason (MALFORMED_REFUSED: kind -> words of the reason).
+MALFORMED = {
+    "number_source": lambda nb: _with(nb, lambda n: n["cells"][-1 - _answer_index({"cells": n["cells"][::-1]})]
+                                      .update(source=5)),                      # the last answer cell
+    "string_cell": lambda nb: _with(nb, lambda n: n["cells"].insert(1, "print('a cell that is a string')")),
+    "nbformat5": lambda nb: _with(nb, lambda n: n.update(nbformat=5, nbformat_minor=0)),
+    "publish_number": lambda nb: _with(nb, lambda n: n["cells"].insert(_answer_index(n) + 1, {
+        "cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+        "source": "from IPython.display import publish_display_data; publish_display_data({'text/plain': 5})"})),
+    "bad_nbgrader_metadata": lambda nb: _with(nb, lambda n: n["cells"].insert(1, {
+        "cell_type": "code", "metadata": {"nbgrader": {"grade_id": ["x"], "grade": "yes", "points": "many"}},
+        "source": "x = 1"})),
+    "added_cell_hangs": lambda nb: _with(nb, lambda n: n["cells"].insert(_answer_index(n) + 1, {
+        "cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": "while True:\n    pass"})),
+    "corrupt_json": lambda nb: json.dumps(nb)[:-40],
+    "json_list": lambda nb: json.dumps([nb]),
+    "json_number": lambda nb: "5",
+    "cells_not_a_list": lambda nb: json.dumps(dict(nb, cells=3)),
+}
+MALFORMED_REFUSED = {"corrupt_json": "not valid JSON", "json_list": "a list", "json_number": "a number",
+                     "cells_not_a_list": "no list of cells"}
+MALFORMED_GRADED = tuple(k for k in MALFORMED if k not in MALFORMED_REFUSED)
+
+
+def placement_grader():
+    """A grading function for ``autograder.schedule`` that grades nothing and reports where it ran
+    (the job's GPU in ``worker``), for scheduling tests. Imports inside: Ray ships it by value."""
+
+    def grade(job):
+        from autograder.records import SubmissionResult
+
+        return SubmissionResult(job.student, job.assignment, job.attempt, (), 0.0, 0.0, 0.0,
+                                worker=f"gpu {job.gpu}")
+
+    return grade

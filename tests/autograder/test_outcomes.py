@@ -1,0 +1,229 @@
+"""What a grading run reports: GPU tests are never paid out without a GPU, no hand-in breaks the
+run, and every report (summary, exit status, feedback, export, events) says what really happened.
+
+CPU only. Hand-ins are built from the course's own notebooks (solutions/ and course/), with the
+GPU marks of tools/mark_gpu_cells.py applied to temporary copies.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.support import ROOT
+
+pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
+from tests.support import grading_fixtures as gf  # noqa: E402
+from autograder.harness import sandbox as sb  # noqa: E402
+from autograder.harness.assemble import needs_gpu  # noqa: E402
+from autograder.harness.wellformed import clean_notebook, clean_outputs  # noqa: E402
+import mark_gpu_cells  # noqa: E402
+
+needs_bwrap = pytest.mark.skipif(bool(sb.check_bwrap()) and os.environ.get("GEMMLAB_CI") != "1",
+                                 reason=f"no usable bubblewrap: {sb.check_bwrap()}")
+A = "00_gpu_and_roofline"          # the course's quickest notebook to grade
+GPU_TEST = "test_naive"            # marked as needing a GPU in the temporary copies
+
+
+def _marked_source() -> tuple[str, dict, dict]:
+    name, source, release = gf.course_parts(A)
+    return name, mark_gpu_cells.marked(source, (GPU_TEST,), A), release
+
+
+# --------------------------------------------------------------------------- the marks
+def test_mark_gpu_cells_lists_only_graded_cells_of_the_course_and_is_idempotent(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "solutions", tmp_path / "solutions", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    before = {p: p.read_text() for p in (tmp_path / "solutions").rglob("*.ipynb")}
+    assert mark_gpu_cells.main([], tmp_path / "solutions") == 0
+    assert mark_gpu_cells.main(["--check"], tmp_path / "solutions") == 0, "marking twice changes nothing"
+    for path, old in before.items():
+        new = json.loads(path.read_text())
+        wanted = mark_gpu_cells.GPU_TESTS[path.parent.name]
+        got = [c["metadata"]["nbgrader"]["grade_id"] for c in new["cells"] if needs_gpu(c)]
+        assert got == list(wanted), path.name
+        for c in new["cells"]:                     # only that metadata changed
+            c["metadata"].pop("gemmlab", None)
+        assert new == json.loads(old)
+    assert set(mark_gpu_cells.GPU_TESTS) == {p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()}
+
+
+def test_a_missing_grade_id_is_an_error_not_a_silent_skip() -> None:
+    _, source, _ = gf.course_parts(A)
+    with pytest.raises(mark_gpu_cells.MarkError, match="test_gone"):
+        mark_gpu_cells.marked(source, ("test_gone",), A)
+
+
+def test_a_student_cannot_mark_or_unmark_a_cell() -> None:
+    """The mark is read from the instructor's source: a hand-in's metadata never reaches a test cell."""
+    from autograder.harness.assemble import assemble
+
+    def _read(data: dict) -> nbformat.NotebookNode:
+        return nbformat.reads(json.dumps(data), as_version=4)
+
+    name, source, release = _marked_source()
+    hand_in = gf.solved(source, release)
+    for c in hand_in["cells"]:
+        c.setdefault("metadata", {})["gemmlab"] = {"needs_gpu": False}
+    student = nbformat.from_dict(clean_notebook(hand_in).notebook)
+    built = assemble(_read(source), _read(release), student)
+    assert [c.metadata.nbgrader.grade_id for c in built.notebook.cells if needs_gpu(c)] == [GPU_TEST]
+
+
+# --------------------------------------------------------------------------- any JSON
+@pytest.mark.parametrize("kind", sorted(gf.MALFORMED))
+def test_any_hand_in_is_a_valid_notebook_or_refused_with_a_reason(kind: str) -> None:
+    name, source, release = gf.course_parts(A)
+    text = gf.MALFORMED[kind](gf.solved(source, release))
+    try:
+        data = json.loads(text)
+    except ValueError:
+        assert kind in gf.MALFORMED_REFUSED
+        return
+    cleaned = clean_notebook(data)
+    if kind in gf.MALFORMED_REFUSED:
+        assert cleaned.notebook is None and gf.MALFORMED_REFUSED[kind] in cleaned.refused
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nbformat.validate(nbformat.from_dict(cleaned.notebook))
+        nbformat.reads(json.dumps(cleaned.notebook), as_version=4)
+    assert len(cleaned.notebook["cells"]) == len(data["cells"]), "cell numbers stay the student's"
+    assert clean_notebook(data) == cleaned, "the same hand-in reads the same (attempts are digests)"
+
+
+def test_kernel_outputs_are_made_well_formed() -> None:
+    outs = clean_outputs([{"output_type": "display_data", "data": {"text/plain": 5}, "metadata": {}},
+                          {"output_type": "execute_result", "data": {"text/plain": ["4", "2"]}, "metadata": 3,
+                           "execution_count": "x"},
+                          {"output_type": "error", "ename": 1, "evalue": None, "traceback": [1, "t"]},
+                          {"output_type": "stream", "name": "bogus", "text": 5}, "junk", None])
+    assert outs == [{"output_type": "execute_result", "data": {"text/plain": "42"}, "metadata": {},
+                     "execution_count": None},
+                    {"output_type": "error", "ename": "1", "evalue": "None", "traceback": ["t"]}]
+
+
+# --------------------------------------------------------------------------- scheduling
+def test_local_gpu_jobs_wait_for_a_gpu_worker_and_a_grader_bug_costs_one_student() -> None:
+    from autograder import schedule
+    from autograder.records import GradeJob, NotebookParts
+
+    name, marked, release = _marked_source()
+    _, plain, _ = gf.course_parts(A)
+    grade = gf.placement_grader()
+
+    def grade_or_fail(job):
+        if job.student == "bug":
+            raise KeyError("planted")
+        return grade(job)
+
+    jobs = [GradeJob(f"gpu{i}", A, "", {name: NotebookParts(marked, release, None)}) for i in range(3)]
+    jobs += [GradeJob(f"cpu{i}", A, "", {name: NotebookParts(plain, release, None)}) for i in range(3)]
+    jobs.append(GradeJob("bug", A, "", {name: NotebookParts(plain, release, None)}))
+    results, errors = [], []
+    schedule.grade_local(jobs, [None, "0"], results.append, grade=grade_or_fail,
+                         on_error=lambda job, why: errors.append((job.student, why)))
+    where = {r.student: r.worker for r in results}
+    assert all(where[f"gpu{i}"] == "gpu 0" for i in range(3)), where
+    assert len(where) == 6 and errors == [("bug", "the grader failed (KeyError: 'planted')")]
+
+
+def test_ray_gives_gpu_notebooks_a_gpu_and_others_none() -> None:
+    pytest.importorskip("ray", reason="pip install -e '.[grade]'")
+    from autograder import schedule
+    from autograder.records import GradeJob, NotebookParts
+
+    name, marked, release = _marked_source()
+    _, plain, _ = gf.course_parts(A)
+    jobs = [GradeJob("gpu", A, "", {name: NotebookParts(marked, release, None)}),
+            GradeJob("cpu", A, "", {name: NotebookParts(plain, release, None)})]
+    results: list = []
+    schedule.grade_ray(jobs, results.append, init_kwargs={"num_cpus": 2, "num_gpus": 1},
+                       grade=gf.placement_grader())
+    assert {r.student: r.worker for r in results} == {"gpu": "gpu 0", "cpu": "gpu None"}
+
+
+# --------------------------------------------------------------------------- grading without a GPU
+@needs_bwrap
+def test_gpu_tests_never_pay_without_a_gpu_whatever_the_cell_does() -> None:
+    """The solution of a notebook whose test is marked: on a worker given GPU '0' where there is no
+    usable GPU (a login node), the marked test is 'not graded: needs a GPU' and scores nothing."""
+    from autograder.harness.runner import grade_submission
+    from autograder.records import GradeJob, NotebookParts
+
+    name, source, release = _marked_source()
+    job = GradeJob("ann", A, "t", {name: NotebookParts(source, release, gf.solved(source, release))}).on("0", "w")
+    r = grade_submission(job)
+    by_id = {c.grade_id: c for c in r.cells}
+    assert by_id[GPU_TEST].status == "needs_gpu" and by_id[GPU_TEST].score == 0, by_id[GPU_TEST]
+    assert "needs a GPU" in by_id[GPU_TEST].message and "GPU 0 is not usable" in by_id[GPU_TEST].message
+    assert all(c.status == "passed" for g, c in by_id.items() if g != GPU_TEST), r.cells
+    assert r.score == r.max_score - by_id[GPU_TEST].points
+    assert not r.complete and GPU_TEST in r.not_graded[0] and name in r.not_graded[0]
+
+
+# --------------------------------------------------------------------------- the whole run
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=1500)
+
+
+@needs_bwrap
+def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Path) -> None:
+    name, source, release = _marked_source()
+    root = tmp_path / "course"
+    for folder, nb in (("solutions", source), ("course", release)):
+        (root / folder / A).mkdir(parents=True)
+        (root / folder / A / name).write_text(json.dumps(nb))
+    handins = tmp_path / "handins"
+    solved = gf.solved(source, release)
+    files = {"perfect": json.dumps(solved), **{k: make(solved) for k, make in gf.MALFORMED.items()}}
+    for student, text in files.items():
+        (handins / student / A).mkdir(parents=True)
+        (handins / student / A / name).write_text(text)
+    proc = _cli("--course", str(root), "grade", A, "--from", str(handins), "--workers", "2", "--cell-timeout", "40",
+                "--out", str(tmp_path / "grades.csv"))
+    out = proc.stdout
+    assert proc.returncode == 1, "tests were not graded: the exit status must say so\n" + out + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "nbformat" not in proc.stderr.lower(), proc.stderr[-3000:]
+    assert all(line.startswith(f"autograde {A} [") for line in proc.stderr.replace("\r", "\n").splitlines() if line), \
+        f"only the progress bar on stderr:\n{proc.stderr[-3000:]}"
+    results = {p.parent.name: json.loads(p.read_text()) for p in (root / "autograder" / "results" / A).glob("*/*.json")}
+    assert set(results) == set(files), "every student has a result"
+    for student, why in gf.MALFORMED_REFUSED.items():
+        r = results[student]
+        assert r["score"] == 0 and why in r["not_graded"][0] and not r["events"], (student, r["not_graded"], r["events"])
+        assert f"{student}: {name}: the hand-in was refused: it is" in out, out
+    full = results["perfect"]["max_score"]
+    gpu_points = next(c["points"] for c in results["perfect"]["cells"] if c["grade_id"] == GPU_TEST)
+    cells = source["cells"]
+    last_answer = gf._answer_index({"cells": cells[::-1]})
+    lost = next(c["metadata"]["nbgrader"]["points"] for c in cells[len(cells) - last_answer:]
+                if c["metadata"].get("nbgrader", {}).get("grade"))     # the test after the answer that is a number
+    for student in ("perfect", *gf.MALFORMED_GRADED):
+        r = results[student]
+        want = full - gpu_points - (lost if student == "number_source" else 0)
+        assert r["score"] == want, (student, r["score"], want, [(c["grade_id"], c["message"]) for c in r["cells"]])
+        assert any(GPU_TEST in n for n in r["not_graded"]), r["not_graded"]
+        assert not any("deleted" in e for e in r["events"]), (student, r["events"])
+    assert any("cell " in e and "source that is not text" in e for e in results["number_source"]["events"])
+    assert any("cell 2 is not a cell (a string)" in e for e in results["string_cell"]["events"])
+    assert any("nbformat 5" in e for e in results["nbformat5"]["events"])
+    hang = next(e for e in results["added_cell_hangs"]["events"] if "time limit" in e)
+    added = gf._answer_index(solved) + 2
+    assert f"{name}, your cell {added}:" in hang, hang
+    for student in files:
+        assert (root / "autograder" / "feedback" / student / A / "feedback.html").exists(), student
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
+    assert set(rows) == set(files) and "refused" in rows["json_list"]["not_graded"]
+    only = tmp_path / "one.csv"
+    proc = _cli("--course", str(root), "export", "--out", str(only), "--student", "json_list")
+    assert proc.returncode == 0 and [r["student"] for r in csv.DictReader(only.open())] == ["json_list"]
