@@ -159,7 +159,9 @@ class FakeBackend:
         if kind == "hang":
             raise KernelTimeoutError(f"kernel '{spec.name}' did not finish within its time limit.")
         if kind == "oob":
-            raise faults.mark_lost(f"kernel '{spec.name}' failed: an illegal memory access (CUDA_ERROR_ILLEGAL_ADDRESS)")
+            # The error a real lost context raises, without marking this process's context lost: there is none.
+            raise ContextLostError(faults.lost_message(
+                f"kernel '{spec.name}' failed: an illegal memory access (CUDA_ERROR_ILLEGAL_ADDRESS)"))
         if kind == "crash":
             os.kill(os.getpid(), signal.SIGKILL)
         if kind == "stall":
