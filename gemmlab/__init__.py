@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import (
     CompileError,
+    CompileTimeoutError,
     ContextLostError,
     GemmlabError,
     KernelError,
@@ -39,7 +40,7 @@ _SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "bench", "r
                "integrity", "timing", "runtime"}
 
 __all__ = [
-    "CompileError", "ContextLostError", "GemmlabError", "KernelError", "KernelTimeoutError",
+    "CompileError", "CompileTimeoutError", "ContextLostError", "GemmlabError", "KernelError", "KernelTimeoutError",
     "LaunchError", "NoGPUError", "ToolchainError", "current_arch", "has_gpu", "require_gpu",
     *_LAZY, *sorted(_SUBMODULES),
 ]

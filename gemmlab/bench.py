@@ -113,7 +113,7 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
 
     ``verify`` (default: on in the course's grader, ``GEMMLAB_GRADING=1``) defeats the known
     benchmark cheats: one input element changes before every timed call (so results cannot be
-    cached), library GEMMs inside the timed calls fail, and afterwards the inputs get new values
+    cached), torch computation inside the timed calls fails, and afterwards the inputs get new values
     in place, the output is poisoned and one call must produce the right result on torch's current
     stream by the time it returns. A failure raises :class:`BenchIntegrityError`.
     """

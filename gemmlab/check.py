@@ -367,8 +367,9 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     ``shapes``: a suite name (``"default"``, ``"aligned"``, ``"odd"``, ``"large"``) or a list
     of (M, N, K). ``tile`` only shapes the failure heatmap. ``device="cpu"`` runs plain-torch
     functions without a GPU. ``forbid_library`` (default: on in the course's grader, see
-    :func:`grading_mode`) fails a shape whose call ran a library GEMM (torch.matmul, cuBLAS
-    through torch...) or copied the inputs to the host.
+    :func:`grading_mode`) fails a shape whose call ran any torch operator that computes (anything
+    but allocation, views, copies and fills: torch.matmul and an elementwise product alike) or
+    copied the inputs to the host.
     """
     import torch
 

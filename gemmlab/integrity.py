@@ -2,8 +2,10 @@
 
 One module for every integrity question ``check_gemm``, ``bench_gemm`` and the grader ask:
 
-- **library calls**: :func:`library_guard` records torch matrix products (and copies to the host)
-  run inside a call; :func:`library_message` says why that fails a graded check.
+- **torch computing instead of the kernel**: :func:`library_guard` records every torch operator
+  run inside a call that computes (anything outside :data:`DATA_MOVEMENT`: allocation, views,
+  copies and fills), library GEMMs included, and copies to the host; :func:`library_message`
+  says why that fails a graded check.
 - **late or other-stream work**: :func:`watched_call` runs a call on a stream of gemmlab's own and
   snapshots the output when it returns; an output that changes afterwards means work was left
   running elsewhere (:func:`late_work_message`). :func:`verify_nothing_left_running` also times a
@@ -212,7 +214,7 @@ def input_nudger(A: Any) -> Callable[[], None]:
 def verify_once(yours: Callable[[], Any], A: Any, B: Any, out: Any, convention: str, alpha: float, beta: float,
                 timeout_s: float | None, label: str) -> None:
     """New input values in the same buffers, a poisoned output, one call: finished on the current
-    stream when it returns, no library GEMM, and right (fp32 cuBLAS reference, loose tolerance).
+    stream when it returns, no torch computation, and right (fp32 cuBLAS reference, loose tolerance).
     Raises :class:`BenchIntegrityError` otherwise (a cached or hard-coded result is wrong here)."""
     import torch
 

@@ -2,7 +2,7 @@
 
 The grader used to read TFLOPS and ratios back out of printed text, which breaks whenever a
 sentence changes and sees only what a notebook happened to print. Instead, inside the grader
-(``GEMMLAB_GRADING=1``, see :func:`gemmlab.check.grading_mode`) ``check_gemm``, ``bench_gemm`` and
+(``GEMMLAB_GRADING=1``, see :func:`gemmlab.integrity.grading_mode`) ``check_gemm``, ``bench_gemm`` and
 ``performance_bar`` publish each result they return as display data of the MIME type
 :data:`RESULT_MIME`: ``{"kind": ..., "data": result.to_dict()}``. The grader takes these outputs
 out of the cell (the student never sees them) and keeps them as typed records, and rebuilds the

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .errors import ToolchainError
 
-#: The pins the course is tested with (see pyproject.toml and docs/FACTS).
+#: The pins the course is tested with (see pyproject.toml).
 NVRTC_PIP = "nvidia-cuda-nvrtc==13.0.88"
 RUNTIME_PIP = "nvidia-cuda-runtime==13.0.96"
 CRT_PIP = "nvidia-cuda-crt==13.0.88"
