@@ -156,13 +156,13 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
         if path != str(spec.scratch):
             cmd += ["--perms", "01777", "--size", str(size), "--tmpfs", path]
     bound = python_dirs() + [str(GEMMLAB_DIR)] + list(spec.extra_ro)
-    cmd += _searchable_parents(bound + [str(spec.run_dir), str(spec.scratch)])
+    lock = timing_lock(spec)
+    locks = [lock, lock + TURN_SUFFIX] if lock else []
+    cmd += _searchable_parents(bound + locks + [str(spec.run_dir), str(spec.scratch)])
     for d in bound:
         cmd += ["--ro-bind", d, d]
-    lock = timing_lock(spec)
-    if lock:  # read-only: a kernel can take the locks (flock) but not replace or remove the files
-        for path in (lock, lock + TURN_SUFFIX):
-            cmd += ["--ro-bind", path, path]
+    for path in locks:  # read-only: a kernel can take the locks (flock) but not replace or remove the files
+        cmd += ["--ro-bind", path, path]
     for node in gpu_device_nodes():
         cmd += ["--dev-bind", node, node]
     # Scratch last, so that no bind (a run folder around it) hides it.
