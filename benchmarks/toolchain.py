@@ -262,9 +262,12 @@ def cold_verdict(row: dict, base: dict) -> str:
 
 
 def warm_verdict(row: dict) -> str:
-    """The issue's target for a cache hit: at most WARM_TARGET_S seconds."""
-    met = "meets" if row["seconds"] <= WARM_TARGET_S else "MISSES"
-    return f"{met} the target (<= {WARM_TARGET_S} s)"
+    """The issue's target for a cache hit: at most WARM_TARGET_S seconds (wall; CPU where others wait it)."""
+    if row["seconds"] <= WARM_TARGET_S:
+        return f"meets the target (<= {WARM_TARGET_S} s)"
+    if row.get("cpu", WARM_TARGET_S + 1) <= WARM_TARGET_S:
+        return f"MISSES the target (<= {WARM_TARGET_S} s) in wall time only: its CPU time meets it (a busy machine)"
+    return f"MISSES the target (<= {WARM_TARGET_S} s)"
 
 
 def dsl_rows(arch: str, add) -> None:
@@ -295,16 +298,18 @@ def dsl_rows(arch: str, add) -> None:
         verdict=warm_verdict(row))
 
 
-def warm_seconds(arch: str, repeats: int = 5) -> float:
-    """Median wall time of a cache hit of the CuTe GEMM in gemmlab.compile_to (no Kernel built)."""
-    times = []
+def warm_row(arch: str, repeats: int = 5) -> dict:
+    """Median wall and CPU time of a cache hit of the CuTe GEMM in gemmlab.compile_to (no Kernel built):
+    the CPU time shows what the hit costs where other jobs make the wall time wait."""
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds()
         hit = compiler.compile_to(CUTE, "gemm", arch=arch, use_cache=True)
-        times.append(time.perf_counter() - start)
+        walls.append(time.perf_counter() - start)
+        cpus.append(cpu_seconds() - cpu)
         if not hit.cached:
             raise SystemExit("the warm row compiled instead of hitting the cache: the cache key is unstable")
-    return statistics.median(times)
+    return {"seconds": statistics.median(walls), "cpu": statistics.median(cpus)}
 
 
 def chosen_levers(args: argparse.Namespace) -> list[str]:
@@ -374,8 +379,8 @@ def main(argv: list[str] | None = None) -> int:
                    {"seconds": time.perf_counter() - start, "cpu": cpu_seconds() - cpu,
                     "registers": cold.resources.registers,
                     "spills": cold.resources.spill_stores_bytes + cold.resources.spill_loads_bytes})
-    warm_row = add("CuTe GEMM, gemmlab.compile warm (cache hit only, median of 5)", {"seconds": warm_seconds(arch)})
-    warm_row["verdict"] = warm_verdict(warm_row)
+    hit = add("CuTe GEMM, gemmlab.compile warm (cache hit only, median of 5)", warm_row(arch))
+    hit["verdict"] = warm_verdict(hit)
     start = time.perf_counter()
     from gemmlab.kernel import Kernel
 
