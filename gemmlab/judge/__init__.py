@@ -15,7 +15,7 @@ The contract:
   ``BenchResult.to_dict()`` (times, TFLOPS, ratio to cuBLAS), the error text, the device name and
   the judge's version.
 - **How** (``backend.GpuBackend``): compile the source with ``gemmlab.compile``'s worker under a
-  time limit and an address-space limit (``limits``), bind the kernel's parameters by name
+  time limit, in a process of its own under an address-space limit (``compiling``), bind the kernel's parameters by name
   (``binding``: A, B, C/D, M, N, K, lda/ldb/ldc/ldd, alpha, beta), build the launcher itself
   (``launcher.TrustedLauncher``, on ``gemmlab.runtime``), and run ``check_gemm`` (fresh seeded
   inputs, NaN-poisoned and guarded output, library GEMMs forbidden) or ``bench_gemm`` (verified,

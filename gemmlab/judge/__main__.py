@@ -6,8 +6,8 @@ the log), and the report is written to a private copy of the original stdout. Th
 exits right after the report, without tearing down a CUDA context a hung kernel may still hold.
 
 Options (chosen by the trusted caller, never by the request): ``--backend gpu|fake``,
-``--compile-memory-mb N`` (address-space limit of the compile; 0: none), ``--cache-dir DIR`` (a
-compile cache only the judge writes; default: no cache).
+``--compile-memory-mb N`` (address-space limit of the compile process; 0: none). The judge
+compiles without gemmlab's on-disk cache, which a student's process may be able to write.
 """
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gemmlab.judge", description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("gpu", "fake"), default="gpu")
     parser.add_argument("--compile-memory-mb", type=int, default=16384)
-    parser.add_argument("--cache-dir", default=None)
     return parser
 
 
@@ -58,10 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.backend == "fake":
         backend: Backend = FakeBackend()
     else:
-        if args.cache_dir:
-            os.environ["GEMMLAB_CACHE"] = args.cache_dir
-        backend = GpuBackend(compile_memory_bytes=max(args.compile_memory_mb, 0) << 20,
-                             use_cache=bool(args.cache_dir))
+        backend = GpuBackend(compile_memory_bytes=max(args.compile_memory_mb, 0) << 20)
     raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
     report = answer(raw, backend)
     data = report.to_json().encode()

@@ -82,9 +82,8 @@ def judge(request: JudgeRequest, backend: Backend) -> JudgeReport:
 class GpuBackend:
     """Compiles with a time and memory limit, loads the cubin, and runs gemmlab's checks on a launcher it builds."""
 
-    def __init__(self, compile_memory_bytes: int | None = 16 << 30, use_cache: bool = False) -> None:
+    def __init__(self, compile_memory_bytes: int | None = 16 << 30) -> None:
         self.compile_memory_bytes = compile_memory_bytes
-        self.use_cache = use_cache
         self._launcher: Any = None
 
     def device(self) -> str:
@@ -94,18 +93,12 @@ class GpuBackend:
         return device_name()
 
     def prepare(self, request: JudgeRequest) -> Sequence[Param]:
-        from ..compilation import worker
-        from ..compiler import compile_to
+        from ..compilation.job import check_arch
+        from .compiling import compile_limited
         from .launcher import TrustedLauncher
-        from .limits import address_space_limit
 
         spec = request.spec
-        try:
-            with address_space_limit(self.compile_memory_bytes):
-                compiled = compile_to(spec.source, spec.name, spec.arch, spec.options, use_cache=self.use_cache,
-                                      timeout=request.limits.compile_s)
-        finally:
-            worker.stop_all()  # the worker carries the lowered limit, and the judge compiles once
+        compiled = compile_limited(spec, check_arch(spec.arch), request.limits.compile_s, self.compile_memory_bytes)
         self._launcher = TrustedLauncher(compiled, spec)
         return compiled.params
 

@@ -39,12 +39,10 @@ def judge_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def judge_command(backend: str = "gpu", compile_memory_mb: int = 16384, cache_dir: str | None = None,
-                  python: str = sys.executable) -> list[str]:
+def judge_command(backend: str = "gpu", compile_memory_mb: int = 16384, python: str = sys.executable) -> list[str]:
     """The command line of one judge process."""
-    command = [python, "-s", "-P", "-m", "gemmlab.judge", "--backend", backend,
-               "--compile-memory-mb", str(int(compile_memory_mb))]
-    return command + (["--cache-dir", str(cache_dir)] if cache_dir else [])
+    return [python, "-s", "-P", "-m", "gemmlab.judge", "--backend", backend,
+            "--compile-memory-mb", str(int(compile_memory_mb))]
 
 
 def _read_bounded(stream: IO[bytes], limit: int, out: list[bytes]) -> None:
@@ -142,16 +140,16 @@ def run_judge(command: Sequence[str], payload: bytes, timeout_s: float, env: Map
 
 
 def judge(request: JudgeRequest, timeout_s: float = 600.0, backend: str = "gpu", memory_limit_mb: int | None = None,
-          compile_memory_mb: int = 16384, cache_dir: str | None = None) -> JudgeReport:
+          compile_memory_mb: int = 16384) -> JudgeReport:
     """Judge ``request`` in a fresh ``python -m gemmlab.judge`` process, stopped after ``timeout_s`` seconds.
 
     ``memory_limit_mb`` bounds the judge's whole address space (for the fake backend; CUDA reserves
     far more address space than it uses, so the GPU judge bounds only its compile, by
-    ``compile_memory_mb``). ``cache_dir``: a compile cache that only judges write (default: none).
+    ``compile_memory_mb``, in a compile process of its own).
     """
     if not isinstance(request, JudgeRequest):
         raise JudgeError(f"judge() takes a JudgeRequest, not {type(request).__name__}.")
-    command = judge_command(backend, compile_memory_mb, cache_dir)
+    command = judge_command(backend, compile_memory_mb)
     return run_judge(command, request.to_json().encode(), timeout_s, memory_limit_mb=memory_limit_mb)
 
 
