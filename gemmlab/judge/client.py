@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import IO, Any, Callable, Mapping, Sequence
+from typing import IO, Callable, Mapping, Sequence
 
 from .errors import JudgeError
 from .protocol import MAX_REPORT_BYTES, JudgeReport, JudgeRequest
