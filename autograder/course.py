@@ -214,7 +214,7 @@ def read_hand_in(path: Path) -> HandIn:
     except UnicodeDecodeError:
         return HandIn(None, "it is not a notebook: not UTF-8 text", digest)
     except json.JSONDecodeError as err:
-        return HandIn(None, f"it is not a notebook: not valid JSON ({err.msg} at line {err.lineno}, "
+        return HandIn(None, f"it is not a notebook: not valid JSON ({err.msg}: line {err.lineno}, "
                             f"column {err.colno})", digest)
     except RecursionError:
         return HandIn(None, "it is not a notebook: JSON nested too deeply to read", digest)

@@ -193,7 +193,7 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Pa
                 "--out", str(tmp_path / "grades.csv"))
     out = proc.stdout
     assert proc.returncode == 1, "tests were not graded: the exit status must say so\n" + out + proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr and "nbformat" not in proc.stderr.lower(), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-3000:]
     assert all(line.startswith(f"autograde {A} [") for line in proc.stderr.replace("\r", "\n").splitlines() if line), \
         f"only the progress bar on stderr:\n{proc.stderr[-3000:]}"
     results = {p.parent.name: json.loads(p.read_text()) for p in (root / "autograder" / "results" / A).glob("*/*.json")}
@@ -211,6 +211,8 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Pa
     for student in ("perfect", *gf.MALFORMED_GRADED):
         r = results[student]
         want = full - gpu_points - (lost if student == "number_source" else 0)
+        # publish_number needs autograder/harness/kernel.py to build outputs with wellformed.clean_outputs:
+        # nbformat's output_from_msg raises on {'text/plain': 5} and the notebook is then not graded
         assert r["score"] == want, (student, r["score"], want, [(c["grade_id"], c["message"]) for c in r["cells"]])
         assert any(GPU_TEST in n for n in r["not_graded"]), r["not_graded"]
         assert not any("deleted" in e for e in r["events"]), (student, r["events"])
