@@ -150,14 +150,20 @@ def _signal_name(code: int) -> str:
         return f"signal {code}"
 
 
+def how_it_ended(code: int) -> str:
+    """A process's exit status in words: 'exited with status 1', 'was killed by SIGKILL'."""
+    if code < 0:
+        return f"was killed by {_signal_name(-code)}"
+    if code > 128:
+        return f"was killed by {_signal_name(code - 128)} (exit status {code})"
+    return f"exited with status {code}"
+
+
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "the notebook's kernel stopped responding"
-    if code < 0:
-        return f"the notebook's kernel was killed by {_signal_name(-code)}"
-    if code > 128:
-        return f"the notebook's kernel was killed by {_signal_name(code - 128)} (exit status {code})"
-    return f"the notebook's kernel exited with status {code} (os._exit, sys.exit in a thread, or a crash)"
+    hint = " (os._exit, sys.exit in a thread, or a crash)" if 0 <= code <= 128 else ""
+    return f"the notebook's kernel {how_it_ended(code)}{hint}"
 
 
 class _SandboxedManager(KernelManager):
@@ -177,7 +183,8 @@ class _SandboxedManager(KernelManager):
 
 
 class SandboxedKernel:
-    """A Python kernel in a sandbox with a private ``scratch`` directory.
+    """A Python kernel in a sandbox with a private ``scratch`` directory, fresh at every start
+    (a restart replays cells; nothing the previous kernel wrote is there).
 
     ``sandbox=False`` runs the kernel as a plain child process (trusted notebooks only, e.g.
     the instructor's own solutions, or machines without bubblewrap in tests that say so).
@@ -229,7 +236,7 @@ class SandboxedKernel:
             if code is None:
                 reason = f"it did not answer within {self.limits.startup_s:g} s"
             else:
-                reason = describe_exit(code).replace("the notebook's kernel ", "it ", 1)
+                reason = f"it {how_it_ended(code)} before answering"
             said = tail.last_lines()
             raise KernelStartError(reason + (f"; its last output:\n{said}" if said else "")) from None
         self.km, self.kc, self.exit_code = km, kc, None
