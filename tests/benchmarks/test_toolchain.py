@@ -112,3 +112,9 @@ def test_a_failed_lever_names_the_header_briefly() -> None:
             "error: identifier \"cudaStream_t\" is undefined")
     assert bench.short_path(line) == 'cutlass/cuda_host_adapter.hpp(318): error: identifier "cudaStream_t" is undefined'
     assert bench.short_path("kernel.cu(3): error: x") == "kernel.cu(3): error: x"
+
+
+def test_repeated_compiles_keep_the_least_cpu() -> None:
+    runs = iter([{"cpu": 21.0, "seconds": 40.0}, {"cpu": 18.0, "seconds": 18.5}, {"cpu": 19.0, "seconds": 19.0}])
+    best = bench.least_cpu(lambda: next(runs), 3)
+    assert best["cpu"] == 18.0 and best["seconds"] == 18.5 and best["cpu_runs"] == [21.0, 18.0, 19.0]
