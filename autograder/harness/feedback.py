@@ -35,9 +35,11 @@ from .outputs import for_feedback, reached_by_hidden_tests, visible_messages
 STATUS = {"passed": ("#e6f4ea", "passed"), "failed": ("#fce8e6", "failed"), "tampered": ("#fce8e6", "void"),
           "manual": ("#eef", "by hand"), "not_run": ("#f1f1f1", "not run"), "timeout": ("#fce8e6", "time limit"),
           "died": ("#fce8e6", "kernel died"), "memory": ("#fce8e6", "memory limit"),
-          "output_limit": ("#fce8e6", "output limit")}
+          "output_limit": ("#fce8e6", "output limit"), "needs_gpu": ("#f1f1f1", "not graded"),
+          "refused": ("#f1f1f1", "not graded"), "grader_error": ("#f1f1f1", "not graded")}
 #: Verdicts whose record message the grader writes from what it observed itself (limits, exit status).
-GRADER_WORDS = ("manual", "not_run", "timeout", "died", "memory", "output_limit")
+GRADER_WORDS = ("manual", "not_run", "timeout", "died", "memory", "output_limit", "needs_gpu", "refused",
+                "grader_error")
 TAMPERED = "the notebook interfered with grading, so this test scores nothing (your instructor has the details)"
 FAILED = "the test failed"
 NOT_SHOWN = ("What this test printed is not shown: it ran after hidden tests, so it could repeat them. "
@@ -203,6 +205,14 @@ def _notebook_block(cell: CellResult, reached: bool) -> str:
             f"as text: not part of the grade</p>{shown}</div></details>")
 
 
+def _not_graded(result: SubmissionResult) -> str:
+    """The grader's list of what it could not grade (a refused hand-in, a test that needs a GPU...)."""
+    if not result.not_graded:
+        return ""
+    items = "".join(f"<li>{html.escape(why)}</li>" for why in result.not_graded)
+    return f"<p><b>Not graded</b> (these points are not given):</p><ul>{items}</ul>"
+
+
 def render(result: SubmissionResult) -> str:
     """The whole report as one self-contained HTML page (see the module docstring)."""
     sources = _test_cells(result)
@@ -228,7 +238,7 @@ pre{{background:#f7f7f7;padding:6px;overflow-x:auto;white-space:pre-wrap}} pre.e
 <p>Student: {html.escape(result.student)} · attempt {html.escape(result.attempt)} ·
 graded in {result.seconds:.0f} s</p>
 <table><tr><th>notebook</th><th>test</th><th>points</th><th>result</th><th>why</th></tr>
-{_grade_rows(result, sources)}</table></div>{roof}
+{_grade_rows(result, sources)}</table>{_not_graded(result)}</div>{roof}
 <h2>What your notebook printed</h2>
 <p class='note'>Everything below comes from your notebook and is shown as text; your grade is the box at the top.</p>
 {''.join(details)}</body></html>"""

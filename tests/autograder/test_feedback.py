@@ -268,3 +268,18 @@ def test_pictures_are_decoded_checked_and_written_again(data, shown: bool) -> No
 
         assert png.startswith(b"\x89PNG") and b"tEXt" not in png
         Image.open(io.BytesIO(png)).load()
+
+
+# --------------------------------------------------------------------------- what was not graded
+def test_tests_that_were_not_graded_say_why_in_the_grade_box() -> None:
+    path = ROOT / "solutions" / "05_global_gemm" / "05_global_gemm.ipynb"
+    nb = json.loads(path.read_text())
+    why = "not graded: this test needs a GPU, and this worker has none"
+
+    def ungraded(c: dict) -> dict:
+        return {"score": 0.0, "status": "needs_gpu", "message": why}
+
+    record = _record(path.name, nb, ungraded)
+    record = SubmissionResult(**{**record.__dict__, "not_graded": (f"{path.name}: tests need a GPU",)})
+    box = _grade_box(feedback.render(record))
+    assert html.escape(why) in box and "not graded" in box and "tests need a GPU" in box
