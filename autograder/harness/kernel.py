@@ -239,7 +239,17 @@ class SandboxedKernel:
                 reason = f"it {how_it_ended(code)} before answering"
             said = tail.last_lines()
             raise KernelStartError(reason + (f"; its last output:\n{said}" if said else "")) from None
+        self._close_run_dir(km)
         self.km, self.kc, self.exit_code = km, kc, None
+
+    def _close_run_dir(self, km: _SandboxedManager) -> None:
+        """Once the kernel's sockets exist, it may write nothing more into the run folder (on the
+        grader's disk, outside its quota): the folder and the connection file go back to root."""
+        if km.sandbox_spec is None or not drops_privileges(km.sandbox_spec):
+            return
+        os.chown(km.connection_file, 0, 0)
+        os.chmod(km.connection_file, 0o400)
+        os.chmod(self.run_dir, 0o555)
 
     @property
     def pid(self) -> int | None:

@@ -10,8 +10,9 @@ processes. ``--die-with-parent`` and the PID namespace mean that killing the ``b
 ends every process the submission started.
 
 What it may write: three size-limited tmpfs mounts made fresh for every kernel start (the
-scratch folder, which is its cwd, ``HOME`` and caches; ``/tmp``; ``/dev/shm``) and the run
-folder (connection file and sockets, emptied before every start). Nothing it writes outlives
+scratch folder, which is its cwd, ``HOME`` and caches; ``/tmp``; ``/dev/shm``), and the run
+folder only while it starts (to create its sockets; kernel.SandboxedKernel then closes it and
+empties it before every start). Nothing it writes outlives
 the kernel, so no file a submission writes (an IPython startup file, a ``.pth`` file, a
 ``sitecustomize``, a module shadowing an installed one) is there when the next kernel starts.
 Files in those mounts are memory: :func:`private_mounts` names them so the kernel's memory
@@ -71,7 +72,7 @@ class SandboxSpec:
     ``scratch_bytes``, so the folder of that name outside stays empty."""
 
     scratch: Path
-    run_dir: Path                       # connection file and IPC sockets (writable, holds nothing secret)
+    run_dir: Path                       # connection file and IPC sockets (writable while the kernel starts)
     gpu: str | None = None
     extra_ro: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
@@ -219,7 +220,7 @@ def sandbox_env(spec: SandboxSpec) -> dict[str, str]:
         "XDG_CONFIG_HOME": f"{scratch}/.config", "GEMMLAB_CACHE": f"{scratch}/.cache/gemmlab",
         "MPLCONFIGDIR": f"{scratch}/.cache/matplotlib", "IPYTHONDIR": f"{scratch}/.ipython",
         "JUPYTER_CONFIG_DIR": f"{scratch}/.jupyter", "JUPYTER_DATA_DIR": f"{scratch}/.local/share/jupyter",
-        "JUPYTER_RUNTIME_DIR": str(spec.run_dir),
+        "JUPYTER_RUNTIME_DIR": f"{scratch}/.local/share/jupyter/runtime",
         "PYTHONPATH": os.pathsep.join([str(GEMMLAB_DIR.parent), *extra_site_dirs()]), "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
         "CUDA_VISIBLE_DEVICES": spec.gpu if spec.gpu is not None else "",

@@ -177,6 +177,25 @@ def test_copy_on_write_pages_count_once(tmp_path: Path) -> None:
         proc.wait()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the run folder is closed where the grader runs as root")
+def test_a_running_kernel_cannot_write_into_its_run_folder(tmp_path: Path) -> None:
+    """The run folder lies on the grader's disk, outside every quota: once the kernel runs, it is closed."""
+    k = _kernel(tmp_path)
+    try:
+        seen = _value(k, "import json, os\nfrom ipykernel import get_connection_file\n"
+                         "conn = get_connection_file(); tried = {}\n"
+                         "for path, mode in ((os.path.join(os.path.dirname(conn), 'fill'), 'wb'), (conn, 'ab')):\n"
+                         "    try:\n        open(path, mode).write(b'x'); tried[path] = 'written'\n"
+                         "    except OSError as e:\n        tried[path] = type(e).__name__\n"
+                         "print(json.dumps([os.path.dirname(conn), tried]))")
+        assert k.execute("1 + 1", 30).status == "ok", "the kernel still answers through its sockets"
+    finally:
+        k.kill()
+    run_dir, tried = seen
+    assert run_dir == str(tmp_path / "run")
+    assert set(tried.values()) == {"PermissionError"}, tried
+
+
 # --------------------------------------------------------------------------- startup files
 STARTUP_ATTACKS = r'''
 import json, os, site, sys, pathlib
