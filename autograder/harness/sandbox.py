@@ -84,9 +84,11 @@ class SandboxSpec:
 
 def python_dirs() -> list[str]:
     """The Python installation and environment the kernel needs to import torch, gemmlab...
-
-    Never the user site-packages: a folder the grader's user can write is no place to import from."""
+    (the grader's user site-packages too, read-only: the kernel's own, under its HOME, is off)."""
     dirs = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    user_site = site.getusersitepackages() if hasattr(site, "getusersitepackages") else ""
+    if user_site and os.path.isdir(user_site):
+        dirs.add(user_site)
     out = []
     for d in sorted(dirs) + _site_roots():
         if not any(d.startswith(s + "/") or d == s for s in SYSTEM_DIRS) and d not in out:
@@ -99,15 +101,13 @@ def extra_site_dirs() -> list[str]:
     GPU node without network installs carried wheels): the kernel needs them on its PYTHONPATH.
 
     Only folders inside a site root (a folder holding installed ``*.dist-info``) count, and
-    never the repository or a folder around it, which hold solutions and the gradebook, nor
-    the user site-packages."""
+    never the repository or a folder around it, which hold solutions and the gradebook."""
     repo = str(GEMMLAB_DIR.parent)
     env = {sys.prefix, sys.base_prefix}
-    user_site = os.path.realpath(site.getusersitepackages()) if hasattr(site, "getusersitepackages") else ""
     found = []
     for entry in sys.path:
         d = os.path.realpath(entry) if entry else ""
-        if not d or not os.path.isdir(d) or d in found or d == user_site:
+        if not d or not os.path.isdir(d) or d in found:
             continue
         if d == repo or d.startswith(repo + "/") or repo.startswith(d.rstrip("/") + "/"):
             continue
