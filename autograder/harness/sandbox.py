@@ -203,7 +203,7 @@ def _under_system_dir(path: str) -> bool:
 def setpriv() -> str:
     """util-linux's setpriv, which drops root to nobody inside the sandbox."""
     path = shutil.which("setpriv")
-    if path is None or not any(path.startswith(d + "/") for d in SYSTEM_DIRS):
+    if path is None or not _under_system_dir(path):
         raise SandboxUnavailable("setpriv (util-linux) is not installed under /usr: the grader runs as root and "
                                  "needs it to run submissions as nobody (`apt-get install -y util-linux`)")
     return path
