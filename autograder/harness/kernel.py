@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client import KernelManager
-from nbformat.v4 import output_from_msg
 
 from ..records import Limits
+from .wellformed import clean_outputs
 from .sandbox import SANDBOX_UID, SandboxSpec, bwrap_prefix, drops_privileges, private_mounts, sandbox_env
 
 #: A kernel that takes no notice of a request for this long (not even to say it is busy) has stopped answering.
@@ -373,7 +373,11 @@ class SandboxedKernel:
             if clear_pending:
                 outputs.clear()
                 clear_pending = False
-            out = output_from_msg(msg)
+            # Kept only when well-formed: nbformat's own conversion raises on a display of {'text/plain': 5}.
+            cleaned = clean_outputs([{"output_type": kind, **{k: v for k, v in content.items() if k != "transient"}}])
+            if not cleaned:
+                continue
+            out = cleaned[0]
             if kind == "stream" and outputs and outputs[-1].get("output_type") == "stream" \
                     and outputs[-1].get("name") == out.get("name"):
                 outputs[-1]["text"] += out["text"]

@@ -34,6 +34,10 @@ from .kernel import CellRun, SandboxedKernel
 from .outputs import for_feedback, hidden_lines, take_published, withhold
 from .wellformed import clean_notebook, clean_outputs
 
+#: Seconds the grader's bootstrap may take in a fresh kernel (imports gemmlab and torch; ~5 s):
+#: a kernel that cannot start is classified in a minute, not after a test cell's limit.
+BOOTSTRAP_S = 60.0
+
 
 class InfraError(RuntimeError):
     """The grader, not the submission, failed (sandbox or kernel would not start, worker lost)."""
@@ -113,7 +117,7 @@ class _NotebookGrader:
             self.kernel.start()
         except Exception as exc:  # noqa: BLE001 - any failure to start is the grader's
             raise InfraError(f"{self.name}: {exc}") from exc
-        run = self.kernel.execute(inkernel.bootstrap_code(self.module), timeout_s=180)
+        run = self.kernel.execute(inkernel.bootstrap_code(self.module), timeout_s=BOOTSTRAP_S)
         if run.status != "ok":
             self.kernel.kill()
             raise InfraError(f"{self.name}: the grader's bootstrap failed in the sandbox: {run.status} "

@@ -29,6 +29,15 @@ def _cell(kind, source, gid, *, grade=False, solution=False, locked=False, point
     return cell
 
 
+#: The tiny assignment's honest GEMM, in plain Python: in grading mode the only torch operators a
+#: checked call may run move memory (gemmlab.integrity.DATA_MOVEMENT), so a CPU fixture cannot
+#: compute with torch; element stores are fills, which are allowed.
+PYTHON_GEMM_BODY = ("    a, b = A.tolist(), B.tolist()\n"
+                    "    for i, row in enumerate(a):\n"
+                    "        for j, col in enumerate(b):\n"
+                    "            D[i, j] = sum(x * y for x, y in zip(row, col))")
+
+
 def source_notebook() -> nbformat.NotebookNode:
     cells = [
         _cell("markdown", "# Tiny\nA three-exercise assignment for the grader's tests.", "md_intro", locked=True),
@@ -39,8 +48,7 @@ def source_notebook() -> nbformat.NotebookNode:
         _cell("code", "assert square(3) == 9, 'square(3) should be 9'\n### BEGIN HIDDEN TESTS\n"
                       f"assert square(-4) == 16, '{HIDDEN_MARKER}'\n### END HIDDEN TESTS", "test_square",
               grade=True, locked=True, points=POINTS["test_square"]),
-        _cell("code", "def my_gemm(A, B, D):\n    ### BEGIN SOLUTION\n"
-                      "    D.copy_((A[:, None, :].float() * B[None, :, :].float()).sum(-1))\n    ### END SOLUTION",
+        _cell("code", "def my_gemm(A, B, D):\n    ### BEGIN SOLUTION\n" + PYTHON_GEMM_BODY + "\n    ### END SOLUTION",
               "gemm", solution=True),
         _cell("code", "result = gemmlab.check_gemm(my_gemm, device='cpu', dtype=torch.bfloat16,\n"
                       "                          shapes=[(8, 8, 8), (5, 7, 3)])\nresult.raise_if_failed()",
@@ -65,7 +73,7 @@ def make_course(root: Path) -> Path:
 
 ANSWERS = {
     "square": "def square(x):\n    return x * x",
-    "gemm": "def my_gemm(A, B, D):\n    D.copy_((A[:, None, :].float() * B[None, :, :].float()).sum(-1))",
+    "gemm": "def my_gemm(A, B, D):\n" + PYTHON_GEMM_BODY,
     "cube": "def cube(x):\n    return x ** 3",
 }
 
