@@ -30,7 +30,7 @@ def _remember(etype: type, value: BaseException, tb: Any) -> None:
         sys.last_exc = value
 
 
-def _handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> list[str]:
+def short_error_handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> list[str]:
     """IPython custom exception hook: show the short form as the cell's error output.
 
     ``_showtraceback`` is the shell's own channel for errors: in a notebook it sends a
@@ -45,4 +45,4 @@ def _handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: 
 
 def install(ipython: Any) -> None:
     """Route :class:`GemmlabError` (and subclasses) through the short display in this shell."""
-    ipython.set_custom_exc((GemmlabError,), _handler)
+    ipython.set_custom_exc((GemmlabError,), short_error_handler)

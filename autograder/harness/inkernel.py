@@ -46,7 +46,7 @@ def __gemmlab_grader_bootstrap(module_name):
     for mod in (gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers, gemmlab.report,
                 gemmlab.integrity, gemmlab.timing):
         watch(mod.__name__, mod, [n for n, v in vars(mod).items() if not n.startswith("__") and callable(v)])
-    watch("gemmlab.ipython", gemmlab.ipython, ["_handler", "format_error", "install"])
+    watch("gemmlab.ipython", gemmlab.ipython, ["short_error_handler", "format_error", "install"])
     for cls in (gemmlab.check.CheckResult, gemmlab.check.Row, gemmlab.bench.BenchResult, gemmlab.perfbar.PerfBarResult):
         watch(cls.__qualname__, cls, [n for n in vars(cls) if not n.startswith("__") or n in ("__bool__", "__init__", "__eq__")])
     watch("gemmlab", gemmlab, ["check_gemm", "bench_gemm", "performance_bar"])
@@ -61,7 +61,7 @@ def __gemmlab_grader_bootstrap(module_name):
                                       "_showtraceback", "showsyntaxerror", "transform_cell", "should_run_async"])
     watch("IPython instance", ip, ["run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback",
                                    "_showtraceback", "showsyntaxerror", "transform_cell"])
-    short_errors = gemmlab.ipython._handler   # gemmlab's own handler still reports an error output
+    short_errors = gemmlab.ipython.short_error_handler   # gemmlab's own handler still reports an error output
 
     def errors_redirected():
         caught = ip.custom_exceptions
