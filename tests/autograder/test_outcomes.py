@@ -164,7 +164,7 @@ def test_gpu_tests_never_pay_without_a_gpu_whatever_the_cell_does() -> None:
     r = grade_submission(job)
     by_id = {c.grade_id: c for c in r.cells}
     assert by_id[GPU_TEST].status == "needs_gpu" and by_id[GPU_TEST].score == 0, by_id[GPU_TEST]
-    assert "needs a GPU" in by_id[GPU_TEST].message and "GPU 0 is not usable" in by_id[GPU_TEST].message
+    assert "needs a GPU" in by_id[GPU_TEST].message
     assert all(c.status == "passed" for g, c in by_id.items() if g != GPU_TEST), r.cells
     assert r.score == r.max_score - by_id[GPU_TEST].points
     assert not r.complete and GPU_TEST in r.not_graded[0] and name in r.not_graded[0]
