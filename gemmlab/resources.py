@@ -129,6 +129,11 @@ def max_threads_from_ptx(ptx: str, lowered_name: str) -> int | None:
     return total
 
 
+def has_report(log: str, lowered_name: str) -> bool:
+    """Whether the NVRTC log holds ptxas's ``-v`` report for this entry function."""
+    return "Used " in _entry_block(log, lowered_name)
+
+
 def parse(log: str, ptx: str, lowered_name: str) -> Resources:
     """Resources of ``lowered_name`` from the NVRTC log (ptxas -v report) and its PTX."""
     block = _entry_block(log, lowered_name)

@@ -1,7 +1,7 @@
 """The sections of a cubin (a 64-bit little-endian ELF file), for reading sizes ptxas does not report.
 
 Both compilers need it: NVRTC's ptxas 13 leaves the constant bank out of its report for sm_90,
-and the CuTe DSL hands over no report at all (``gemmlab.dsl.cubin`` reads everything from here).
+and the CuTe DSL hands over no report at all (``gemmlab.compilation.cubin`` reads everything from here).
 """
 from __future__ import annotations
 

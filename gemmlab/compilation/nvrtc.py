@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import diagnostics, resources, signature, toolchain
+from .cubin import resources_with_spills
 from ..errors import CompileError, GemmlabError, ToolchainError
 from .elf import constant_bank_bytes
 from .job import CompileJob, find_declaration
@@ -101,7 +102,13 @@ def compile_job(job: CompileJob) -> Compiled:
 
 
 def _resources(log: str, ptx: str, cubin: bytes, lowered_name: str) -> resources.Resources:
-    """ptxas's report; the constant bank from the cubin where the report leaves it out (ptxas 13 for sm_90)."""
+    """ptxas's report; the constant bank from the cubin where the report leaves it out (ptxas 13 for
+    sm_90). Where the log holds no report for the kernel (seen on a GPU host: a process that had not
+    loaded torch's CUDA libraries first got an empty log), everything is read from the cubin."""
+    if not resources.has_report(log, lowered_name) and cubin:
+        read = resources_with_spills(cubin, ptx, lowered_name)
+        if read is not None:
+            return read[1]
     res = resources.parse(log, ptx, lowered_name)
     if not res.const_bytes and cubin:
         try:

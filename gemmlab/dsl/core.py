@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import shutil
-import subprocess
 import tempfile
 import textwrap
 import threading
@@ -20,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from .. import cache as _cache
-from ..errors import CompileError, GemmlabError, KernelError, LaunchError, ToolchainError
+from ..compilation.cubin import resources_with_spills
+from ..errors import CompileError, GemmlabError, KernelError, LaunchError
 from ..gpu import current_arch, require_gpu
 from ..resources import Resources
 from ..runtime import faults
@@ -29,7 +29,6 @@ from ..runtime.printf import forward_device_printf, uses_printf
 from ..runtime.streams import default_stream_joined, synchronize
 from ..timing_lock import compiling
 from . import convert
-from .cubin import resources as cubin_resources
 from .env import load
 from .errors import headline, to_compile_error
 from .launch_messages import first_launch
@@ -147,26 +146,6 @@ def _read_text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def _resources(cubin: bytes, ptx: str, name: str) -> tuple[str, Resources | None]:
-    """(kernel name, Resources) from the cubin, with spills counted in the SASS. Spilled registers live
-    in the stack frame, so only a kernel with one is disassembled."""
-    from ..sass import disassemble, disassembler, spill_bytes
-
-    if not cubin:
-        return "", None
-    try:
-        kernel_name, res = cubin_resources(cubin, ptx)
-    except (ValueError, KeyError, IndexError):
-        return "", None
-    if res.stack_frame_bytes and disassembler() is not None:
-        try:
-            spills = spill_bytes(disassemble(cubin, name))
-        except (ToolchainError, OSError, subprocess.SubprocessError):
-            return kernel_name, res
-        kernel_name, res = cubin_resources(cubin, ptx, spills=spills)
-    return kernel_name, res
-
-
 def _compile_variant(fn: Callable, arch: str, sig: tuple, values: Sequence[Any], options: str) -> Variant:
     _, cute = load()
     fake = convert.compile_args(sig, values)
@@ -189,7 +168,7 @@ def _compile_variant(fn: Callable, arch: str, sig: tuple, values: Sequence[Any],
         cubin = cubin.encode("latin-1") if isinstance(cubin, str) else bytes(cubin)
     finally:
         shutil.rmtree(dump, ignore_errors=True)
-    kernel_name, res = _resources(cubin, ptx, getattr(fn, "__name__", "kernel"))
+    kernel_name, res = resources_with_spills(cubin, ptx) or ("", None)
     from ..sass import warn_if_wgmma_serialized
 
     warn_if_wgmma_serialized(ptx, cubin, getattr(fn, "__name__", "kernel"))

@@ -1,7 +1,8 @@
-"""Registers and shared memory of DSL kernels, read from the cubin the DSL produced.
+"""Registers and shared memory of a kernel, read from its cubin.
 
-The DSL runs ptxas inside its own library and does not hand us ptxas's report, but the
-cubin (an ELF file) records what we need: each kernel's ``.text.<name>`` section carries
+The CuTe DSL runs ptxas inside its own library and does not hand us ptxas's report, and NVRTC's
+log does not always carry it either (on a GPU host whose process has not loaded torch's CUDA
+libraries first, the log came back empty), but the cubin (an ELF file) records what we need: each kernel's ``.text.<name>`` section carries
 its register count in the top byte of ``sh_info``, ``.nv.shared.<name>`` is its static
 shared memory, ``.nv.constant0.<name>`` its parameter bank, and the global ``.nv.info``
 table holds each function's register count and stack frame (by symbol index); the kernel's own
@@ -11,9 +12,11 @@ count. Spills are not recorded in a cubin: the caller counts them in the SASS
 """
 from __future__ import annotations
 
+import subprocess
+
 import struct
 
-from ..compilation.elf import by_name, section_size
+from .elf import by_name, section_size
 from ..resources import Resources, max_threads_for_registers, max_threads_from_ptx
 
 _EIATTR_FRAME_SIZE = 0x11
@@ -89,3 +92,25 @@ def resources(cubin: bytes, ptx: str = "", kernel: str | None = None,
         const_bytes=const,
         barriers=barriers,
     )
+
+
+def resources_with_spills(cubin: bytes, ptx: str = "", kernel: str | None = None) -> tuple[str, Resources] | None:
+    """(kernel name, Resources) from the cubin, with spills counted in the SASS; None when the
+    cubin cannot be read. Spilled registers live in the stack frame, so only a kernel with one is
+    disassembled (about 0.3 s)."""
+    from ..errors import ToolchainError
+    from ..sass import disassemble, disassembler, spill_bytes
+
+    if not cubin:
+        return None
+    try:
+        name, res = resources(cubin, ptx, kernel)
+    except (ValueError, KeyError, IndexError):
+        return None
+    if res.stack_frame_bytes and disassembler() is not None:
+        try:
+            spills = spill_bytes(disassemble(cubin, name))
+        except (ToolchainError, OSError, subprocess.SubprocessError):
+            return name, res
+        name, res = resources(cubin, ptx, kernel, spills=spills)
+    return name, res
