@@ -152,13 +152,17 @@ class JudgeRequest:
     @classmethod
     def from_json(cls, raw: str | bytes) -> "JudgeRequest":
         """Parse one request, refusing oversized or malformed JSON before looking inside."""
-        if len(raw) > MAX_REQUEST_BYTES:
-            raise JudgeError(f"the request is larger than {MAX_REQUEST_BYTES:,} bytes.")
-        try:
-            data = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            raise JudgeError(f"the request is not JSON ({type(exc).__name__}: {str(exc)[:120]}).") from None
-        return cls.from_dict(data)
+        return cls.from_dict(_bounded_json(raw, MAX_REQUEST_BYTES, "the request"))
+
+
+def _bounded_json(raw: str | bytes, limit: int, what: str) -> Any:
+    """``raw`` parsed as JSON, refused (JudgeError naming ``what``) when over ``limit`` bytes or malformed."""
+    if len(raw) > limit:
+        raise JudgeError(f"{what} is larger than {limit:,} bytes.")
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise JudgeError(f"{what} is not JSON ({type(exc).__name__}: {str(exc)[:120]}).") from None
 
 
 @dataclass(frozen=True)
@@ -204,13 +208,7 @@ class JudgeReport:
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> "JudgeReport":
-        if len(raw) > MAX_REPORT_BYTES:
-            raise JudgeError(f"the judge's report is larger than {MAX_REPORT_BYTES:,} bytes.")
-        try:
-            data = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            raise JudgeError(f"the judge's answer is not JSON ({type(exc).__name__}: {str(exc)[:120]}).") from None
-        return cls.from_dict(data)
+        return cls.from_dict(_bounded_json(raw, MAX_REPORT_BYTES, "the judge's report"))
 
 
 __all__ = [
