@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from ..errors import CompileError, CompileTimeoutError, GemmlabError, ToolchainError
+from . import cell_lines
 from .job import CompileJob
 from .record import Compiled
 
@@ -67,6 +68,8 @@ def run(job: CompileJob, timeout: float | None = None) -> Compiled:
         worker.kill()
         raise
     _give_back(worker)
+    if type(outcome) is CompileError:
+        raise cell_lines.annotate(outcome, job.source, job.filename)  # lines as the notebook shows them
     if isinstance(outcome, BaseException):
         raise outcome
     return outcome
