@@ -1,0 +1,79 @@
+"""gemmlab.checklist: the design steps in their order, looked up by any of their names, and drawn
+and written with the current step marked."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gemmlab import checklist
+from gemmlab.errors import GemmlabError
+from tests.support import ROOT
+
+ORDER = ["problem", "mma atom", "tiled mma", "smem layout", "copy atoms", "pipeline", "epilogue"]
+
+
+def test_steps_follow_the_design_order() -> None:
+    got = checklist.steps()
+    assert [s.key for s in got] == ORDER
+    assert [s.number for s in got] == list(range(1, 8))
+    for s in got:
+        assert s.question.endswith("?") and s.decided_by and len(s.choices) >= 2, s.key
+
+
+def test_every_step_names_notebooks_that_exist() -> None:
+    present = {p.name[:2] for p in (ROOT / "solutions").iterdir() if p.is_dir() and p.name[:2].isdigit()}
+    for s in checklist.steps():
+        assert s.notebooks and set(s.notebooks) <= present, (s.key, s.notebooks)
+
+
+def test_the_mma_atom_step_picks_by_arch_and_type() -> None:
+    atom = checklist.step("mma atom")
+    names = " ".join(c.name for c in atom.choices)
+    for instruction in ("UniversalFMA", "mma.sync 16x8x16", "wgmma", "tcgen05"):
+        assert instruction in names
+    assert "04" in atom.notebooks and "04" in checklist.step("tiled mma").notebooks
+
+
+@pytest.mark.parametrize("name", ["copy atoms", "Copy atoms", " COPY ATOMS ", 5])
+def test_step_lookup_by_key_title_or_number(name) -> None:
+    assert checklist.step(name).key == "copy atoms"
+
+
+@pytest.mark.parametrize("bad", ["swizzle", 0, 8, True, 2.0, None])
+def test_unknown_steps_are_refused_with_the_list(bad) -> None:
+    with pytest.raises(checklist.ChecklistError, match="Steps: 1 'problem'") as info:
+        checklist.step(bad) if bad is not None else checklist.where_you_stand(bad)
+    assert isinstance(info.value, GemmlabError)
+
+
+def test_where_you_stand_ticks_earlier_steps_only() -> None:
+    line = checklist.where_you_stand("smem layout")
+    assert line.count("✓") == 3 and "**4 SMEM layout and swizzle (you are here)**" in line
+    assert line.index("3 TiledMMA ✓") < line.index("**4") < line.index("5 Copy atoms") < line.index("7 Epilogue")
+    assert "✓" not in line.split("**4")[1]
+
+
+def test_text_marks_only_the_current_steps() -> None:
+    plain = checklist.text()
+    assert "you are here" not in plain and plain.count("*Decided by:*") == 7
+    marked = checklist.text(["mma atom", 3])
+    here = [line for line in marked.splitlines() if "you are here" in line]
+    assert [re.match(r"(\d)\.", line).group(1) for line in here] == ["2", "3"]
+
+
+def test_show_highlights_the_current_step() -> None:
+    from matplotlib.figure import Figure
+
+    def faces(fig):
+        ax = fig.axes[0]
+        return [p.get_facecolor() for p in ax.patches if type(p).__name__ == "FancyBboxPatch"]
+
+    none = checklist.show()
+    assert isinstance(none, Figure) and len(faces(none)) == 7
+    assert len(set(faces(none))) == 1                          # nothing highlighted
+    fig = checklist.show(current="pipeline")
+    f = faces(fig)
+    assert len(set(f[:5])) == 1 and f[5] != f[0] and f[6] != f[5] and f[6] != f[0]
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert sum("you are" in t for t in texts) == 1
