@@ -30,6 +30,10 @@ class Resources:
     max_threads_per_block: int
     const_bytes: int
     barriers: int = 0
+    #: Shared memory the launch adds dynamically: 0 for none, None where it is sized at run time.
+    #: The CuTe DSL allocates all of a kernel's shared memory this way (its cubin's static part is
+    #: only the alignment of that region), so a DSL kernel's line shows both.
+    dynamic_smem_bytes: int | None = 0
 
     @property
     def spills(self) -> bool:
@@ -40,6 +44,8 @@ class Resources:
         return [
             ("registers / thread", str(self.registers), "more registers, fewer resident warps"),
             ("static shared memory", f"{self.static_smem_bytes} B", "per block; limits blocks per SM"),
+            *([("dynamic shared memory", self._dynamic_text(), "per block, asked for at launch")]
+              if self.dynamic_smem_bytes != 0 else []),
             ("spill stores / loads", f"{self.spill_stores_bytes} B / {self.spill_loads_bytes} B",
              "non-zero means local-memory traffic: usually slow"),
             ("stack frame", f"{self.stack_frame_bytes} B", "local arrays indexed at run time live here"),
@@ -51,7 +57,12 @@ class Resources:
     def summary(self) -> str:
         """One line for the %%kernel magic."""
         spill = "no spills" if not self.spills else f"SPILLS {self.spill_stores_bytes}B st/{self.spill_loads_bytes}B ld"
-        return f"{self.registers} regs, {self.static_smem_bytes} B smem, {spill}"
+        if self.dynamic_smem_bytes == 0:
+            return f"{self.registers} regs, {self.static_smem_bytes} B smem, {spill}"
+        return f"{self.registers} regs, {self.static_smem_bytes} B static + {self._dynamic_text()} dynamic smem, {spill}"
+
+    def _dynamic_text(self) -> str:
+        return "sized at launch" if self.dynamic_smem_bytes is None else f"{self.dynamic_smem_bytes} B"
 
     def __str__(self) -> str:
         width = max(len(r[0]) for r in self.rows())

@@ -15,13 +15,14 @@ import textwrap
 import threading
 import time
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from .. import cache as _cache
 from ..compilation.cubin import resources_with_spills
 from ..errors import CompileError, GemmlabError, KernelError, LaunchError
 from ..gpu import current_arch, require_gpu
+from ..judge.answers import DslAnswer, StudentProcessOnly
 from ..resources import Resources
 from ..runtime import faults
 from ..runtime.device import torch_device
@@ -31,6 +32,7 @@ from ..timing_lock import compiling
 from . import convert
 from .env import load
 from .errors import headline, to_compile_error
+from .launch_config import dynamic_smem_bytes
 from .launch_messages import first_launch
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_120a")
@@ -146,6 +148,10 @@ def _read_text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
+#: How the DSL's PTX declares the kernel's shared memory: one dynamic region, sized at launch.
+_DYNAMIC_SMEM = ".extern .shared"
+
+
 def _compile_variant(fn: Callable, arch: str, sig: tuple, values: Sequence[Any], options: str) -> Variant:
     _, cute = load()
     fake = convert.compile_args(sig, values)
@@ -169,6 +175,8 @@ def _compile_variant(fn: Callable, arch: str, sig: tuple, values: Sequence[Any],
     finally:
         shutil.rmtree(dump, ignore_errors=True)
     kernel_name, res = resources_with_spills(cubin, ptx) or ("", None)
+    if res is not None and _DYNAMIC_SMEM in ptx:
+        res = replace(res, dynamic_smem_bytes=dynamic_smem_bytes(_read_text(getattr(compiled, "ir_module", None))))
     from ..sass import warn_if_wgmma_serialized
 
     warn_if_wgmma_serialized(ptx, cubin, getattr(fn, "__name__", "kernel"))
@@ -343,6 +351,13 @@ class DslKernel:
         return f"<DslKernel {self.signature} {self.summary() if self._last else '(not compiled yet)'}>"
 
 
+def _refuse_in_judge(fn: Any) -> None:
+    """In the grader's judge a student's DSL function is a stand-in: it is built in the student's process."""
+    if isinstance(fn, DslAnswer):
+        raise StudentProcessOnly(f"{fn.__name__} is a CuTe DSL function of yours: the grader builds and tests it in "
+                                 "your notebook's process, not in the judge.")
+
+
 def compile(fn: Callable, *example_args: Any, arch: str | None = None, options: str | Sequence[str] | None = None,
             dtypes: dict[str, Any] | None = None, min_align: int | None = None) -> DslKernel:
     """Compile the ``@cute.jit`` function ``fn`` for ``example_args`` (torch tensors / numbers).
@@ -352,6 +367,7 @@ def compile(fn: Callable, *example_args: Any, arch: str | None = None, options: 
     ({param: torch dtype}) and ``min_align`` (bytes) declare what the kernel expects, so a
     wrong call fails with a clear LaunchError. Returns a :class:`DslKernel`.
     """
+    _refuse_in_judge(fn)
     if not callable(fn):
         raise LaunchError(f"gemmlab.dsl.compile needs the @cute.jit function, not {type(fn).__name__}.")
     opts = " ".join(options) if isinstance(options, (list, tuple)) else (options or "")
@@ -367,5 +383,6 @@ def gemm_fn(fn: Callable, arch: str | None = None, options: str = "", dtypes: di
     Nothing compiles until the first call; each new dtype/alignment signature then compiles
     once and every shape after that reuses it.
     """
+    _refuse_in_judge(fn)
     return DslKernel(fn, arch=_check_arch(arch) if arch else None, options=options, dtypes=dtypes,
                      min_align=min_align)
