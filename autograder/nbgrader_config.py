@@ -1,7 +1,10 @@
 """nbgrader configuration for the gemmlab course.
 
-Use it from anywhere with ``nbgrader <command> --NbGrader.config_file=autograder/nbgrader_config.py``
-(or run nbgrader inside ``autograder/``). The course root is the repository root:
+Use it from anywhere with ``JUPYTER_CONFIG_PATH=autograder nbgrader <command>`` (what
+``scripts/course.sh`` sets for JupyterLab, so that the Validate button finds it), or run nbgrader
+inside ``autograder/``. ``--NbGrader.config_file=autograder/nbgrader_config.py`` loads it too, but
+nbgrader 0.9.6 then looks for ``nbgrader_config.py.py`` before loading and warns "No
+nbgrader_config.py file found". The course root is the repository root:
 ``solutions/`` holds the source notebooks (with solutions and hidden tests) and
 ``course/`` the generated student release; everything grading produces stays under
 ``autograder/`` and is git-ignored.
