@@ -26,8 +26,8 @@ __all__ = [
     "FALLBACK_ARCH", "H100_ILLUSTRATION", "OPTION_NAMES", "STUB_MARK",
     "CheckFailed", "ExerciseNotDone", "Session",
     "arch", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_padded",
-    "function_done", "gemm_operands", "gpu_or_compile_only", "require_correct", "require_correct_nn",
-    "require_source_done", "setup", "show", "source_done",
+    "function_done", "gemm_operands", "gpu_graded", "gpu_or_compile_only", "require_correct", "require_correct_nn",
+    "require_source_done", "setup", "show", "source_done", "unchecked_points", "unchecked_summary",
 ]
 
 #: The arch kernels are compiled for when there is no GPU to ask (the course targets H100).
@@ -77,6 +77,7 @@ def setup() -> Session:
     Warnings are silenced because a library warning on stderr makes nbgrader score a graded cell 0.
     """
     warnings.filterwarnings("ignore")
+    _UNCHECKED.clear()     # a fresh run of the notebook starts a fresh tally of unchecked points
     session = Session(has_gpu(), arch())
     print(f"GPU usable: {session.gpu}; kernels compile for {session.arch}")
     return session
@@ -98,6 +99,54 @@ def gpu_or_compile_only(what: str) -> bool:
     print(f"No GPU on this machine: {what} was compiled for {FALLBACK_ARCH} but not run. "
           "On a GPU machine this cell runs it and checks the result.")
     return False
+
+
+# ---------------------------------------------------------------- graded tests that need a GPU
+
+#: Graded tests that could not run here: what they check -> their points (see ``gpu_graded``).
+_UNCHECKED: dict[str, int] = {}
+
+
+def gpu_graded(points: int, what: str) -> bool:
+    """True where a GPU runs this graded test. Elsewhere say plainly that its ``points`` are not
+    checked, and count them for ``unchecked_summary``: nbgrader's Validate reports "Success" for a
+    test cell that ran without error, even though without a GPU it checked nothing of the kernel."""
+    if has_gpu():
+        _UNCHECKED.pop(what, None)
+        return True
+    _UNCHECKED[what] = points
+    print(f"NOT CHECKED ({points} point{'s' if points != 1 else ''}): {what} needs a GPU, and there is none here. "
+          f"The kernel only compiled; a pass of this cell says nothing about its results or its speed. "
+          f"The graders' GPU checks it.{_shared_gpu_note()}")
+    return False
+
+
+def unchecked_points() -> dict[str, int]:
+    """The graded tests this session could not check for want of a GPU, with their points."""
+    return dict(_UNCHECKED)
+
+
+def unchecked_summary(total_points: int) -> int:
+    """Print how many of the notebook's ``total_points`` its GPU tests left unchecked here; return that count.
+    The last cell of every notebook with GPU tests calls it, so a run without a GPU ends with the number."""
+    missing = sum(_UNCHECKED.values())
+    if not missing:
+        print(f"All {total_points} points of this notebook's tests were checked here.")
+        return 0
+    print(f"{missing} of {total_points} points were NOT checked: no GPU here. Not checked: "
+          + "; ".join(f"{what} ({points})" for what, points in _UNCHECKED.items())
+          + f". The other {total_points - missing} points were checked. Validate's \"Success\" covers only "
+          f"those; the graders' GPU checks the rest.{_shared_gpu_note()}")
+    return missing
+
+
+def _shared_gpu_note() -> str:
+    """A pointer to a shared GPU, only where this gemmlab offers one (``gemmlab.connect``)."""
+    import gemmlab
+
+    if getattr(gemmlab, "connect", None) is None:
+        return ""
+    return " With a shared GPU (`gemmlab.connect`) you can check them before you hand in."
 
 
 def source_done(source: str) -> bool:
