@@ -8,6 +8,10 @@ cuBLAS's throughput at 4096³.
     bar = gemmlab.performance_bar(my_gemm, 0.2, convention="nn")
     bar                       # table + roofline: your kernel beside cuBLAS
     bar.raise_if_failed()     # in a graded test cell
+
+The verdict is the median ratio against the bar. The result also states the ratio's interval
+(``bench_gemm``'s rounds) and says when the bar lies inside it: then another run may land on
+the other side, and the kernel is not clearly above (or below) the bar.
 """
 from __future__ import annotations
 
@@ -41,11 +45,12 @@ class PerfBarResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: the timing (``BenchResult.to_dict``), the bar and the verdict."""
-        return {"bench": self.bench.to_dict(), "min_ratio": self.min_ratio, "passed": self.passed}
+        return {"bench": self.bench.to_dict(), "min_ratio": self.min_ratio, "passed": self.passed,
+                "bar_within_noise": self.bar_within_noise}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PerfBarResult":
-        """The result :meth:`to_dict` wrote (``passed`` is recomputed)."""
+        """The result :meth:`to_dict` wrote (``passed`` and ``bar_within_noise`` are recomputed)."""
         return cls(_bench.BenchResult.from_dict(data["bench"]), float(data["min_ratio"]))
 
     @property
@@ -58,6 +63,19 @@ class PerfBarResult:
 
     def __bool__(self) -> bool:
         return self.passed
+
+    @property
+    def bar_within_noise(self) -> bool:
+        """True when the bar lies inside the ratio's interval: this run cannot say which side it is on."""
+        interval = self.bench.interval
+        return interval is not None and interval[0] <= self.min_ratio <= interval[1]
+
+    def _noise_sentence(self) -> str:
+        if not self.bar_within_noise:
+            return ""
+        low, high = self.bench.interval
+        return (f"The bar {self.min_ratio:.2f}× lies inside this run's interval ({low:.3f}–{high:.3f}): "
+                "within noise, so another run may land on the other side of it.")
 
     @property
     def tflops(self) -> float:
@@ -78,7 +96,9 @@ class PerfBarResult:
     def _headline(self) -> str:
         M, N, K = self.shape
         verdict = "PASSED" if self.passed else "FAILED"
-        return (f"performance bar {verdict}: {self.ratio:.3f}× cuBLAS (bar {self.min_ratio:.2f}×) — "
+        noise = ", within noise of the bar" if self.bar_within_noise else ""
+        return (f"performance bar {verdict}: {self.ratio:.3f}× cuBLAS (bar {self.min_ratio:.2f}×{noise}; "
+                f"{self.bench.spread_text()}) — "
                 f"{self.tflops:.1f} vs {self.cublas_tflops:.1f} TFLOPS at {M}×{N}×{K} "
                 f"{self.bench.convention} {self.bench.dtype} on {self.device}")
 
@@ -93,7 +113,7 @@ class PerfBarResult:
         raise PerfBarError(
             f"Your kernel reaches {self.ratio:.3f}× cuBLAS ({self.tflops:.1f} TFLOPS against cuBLAS's "
             f"{self.cublas_tflops:.1f} at {M}×{N}×{K}, on {self.device}); the bar is {self.min_ratio:.2f}×. "
-            f"Hint: {hint or _DEFAULT_HINT}")
+            f"Hint: {hint or _DEFAULT_HINT}" + (f" {self._noise_sentence()}" if self.bar_within_noise else ""))
 
     def show(self, ceilings: Any = None) -> Any:
         """Roofline figure with your kernel and cuBLAS (``ceilings`` default: measured on this GPU)."""
@@ -111,6 +131,8 @@ class PerfBarResult:
     def _repr_html_(self) -> str:
         colour = "#e6f4ea" if self.passed else "#fce8e6"
         text = f"<p style='background:{colour};padding:4px'><b>{html.escape(self._headline())}</b></p>"
+        if self.bar_within_noise:
+            text += f"<p>{html.escape(self._noise_sentence())}</p>"
         try:
             fig = self.show()
         except GemmlabError as err:  # no ceilings here (e.g. no GPU to measure them): the table alone

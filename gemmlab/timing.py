@@ -11,7 +11,8 @@ question.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from .runtime.device import device_attributes
 from .runtime.streams import DEFAULT_TIMEOUT_S, synchronize
@@ -40,15 +41,46 @@ def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = 
     ``queue_ahead=False`` enqueues the timed calls one by one as they come (only for comparing
     methods: benchmarks/timing_method.py).
     """
-    import torch
-
     timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     if gpu_only:
         return gpu_only_timer(fn, timeout, what)(rep if rep is not None else 20)
+    timer = prepare_timer(fn, warmup_ms, flush_l2, timeout_s, what, before_each, queue_ahead)
+    n = rep if rep is not None else max(10, min(1000, int(rep_ms / timer.estimate_ms)))
+    return timer.run(n)
+
+
+def l2_flush_buffer() -> Any:
+    """A device buffer twice the size of L2 (at least :data:`FLUSH_MIN_BYTES`): zeroing it evicts
+    whatever the previous call left in L2. One buffer can serve several timers."""
+    import torch
+
+    l2 = device_attributes(torch.cuda.current_device()).l2_bytes
+    return torch.empty(max(2 * l2, FLUSH_MIN_BYTES), dtype=torch.int8, device="cuda")
+
+
+@dataclass(frozen=True)
+class PreparedTimer:
+    """A function warmed up and ready to be timed: ``run(n)`` times ``n`` more calls (ms each).
+
+    Why a separate step: :func:`bench_gemm` alternates a kernel and cuBLAS in rounds, and warming
+    each up once, not once a round, keeps the rounds short and alike."""
+
+    estimate_ms: float                      #: one call, measured during the warm-up
+    run: Callable[[int], list[float]]
+
+
+def prepare_timer(fn: Callable[[], Any], warmup_ms: float = 25.0, flush_l2: bool = True,
+                  timeout_s: float | None = None, what: str = "the GEMM",
+                  before_each: Callable[[], Any] | None = None, queue_ahead: bool = True,
+                  flush_buffer: Any = None) -> PreparedTimer:
+    """Call ``fn`` once (modules load, JIT, autotuning), estimate its time, warm it up for
+    ``warmup_ms``, and return its :class:`PreparedTimer` (see :func:`time_cuda` for the method).
+    ``flush_buffer`` (from :func:`l2_flush_buffer`) is zeroed before each timed call when
+    ``flush_l2``; one is allocated when none is given."""
+    timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     flush = None
     if flush_l2:
-        l2 = device_attributes(torch.cuda.current_device()).l2_bytes
-        flush = torch.empty(max(2 * l2, FLUSH_MIN_BYTES), dtype=torch.int8, device="cuda")
+        flush = flush_buffer if flush_buffer is not None else l2_flush_buffer()
 
     def sync() -> None:
         synchronize(timeout_s=timeout, what=what)
@@ -64,7 +96,6 @@ def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = 
     estimate = max(start.elapsed_time(end) / 5, 1e-3)
     for _ in range(max(1, int(warmup_ms / estimate))):
         fn()
-    n = rep if rep is not None else max(10, min(1000, int(rep_ms / estimate)))
 
     def one(pair: tuple[Any, Any]) -> None:
         if flush is not None:
@@ -86,25 +117,57 @@ def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = 
         one(events())
     host_ms = (time.perf_counter() - t0) / 3 * 1e3
     sync()
-    batch = min(n, BATCH) if queue_ahead else n
-    gate_ms = min(1.5 * batch * host_ms + 0.2, MAX_GATE_MS) if queue_ahead else 0.0
-    cycles = int(sleep_cycles_per_ms() * gate_ms)
     max_cycles = int(sleep_cycles_per_ms() * MAX_GATE_MS)
-    pairs = [events() for _ in range(n)]
-    for first in range(0, n, batch):
-        chunk = pairs[first:first + batch]
-        if cycles:
-            cycles = queue_behind_gate(lambda: [one(pair) for pair in chunk], cycles, max_cycles, sync)
-        else:
-            for pair in chunk:
-                one(pair)
-    sync()
-    return [s.elapsed_time(e) for s, e in pairs]
+    gate: list[int] = [0]
+
+    def run(n: int) -> list[float]:
+        n = max(1, int(n))
+        batch = min(n, BATCH) if queue_ahead else n
+        if queue_ahead:
+            wanted = int(sleep_cycles_per_ms() * min(1.5 * batch * host_ms + 0.2, MAX_GATE_MS))
+            gate[0] = max(gate[0], wanted)
+        pairs = [events() for _ in range(n)]
+        for first in range(0, n, batch):
+            chunk = pairs[first:first + batch]
+            if gate[0]:
+                gate[0] = queue_behind_gate(lambda: [one(pair) for pair in chunk], gate[0], max_cycles, sync)
+            else:
+                for pair in chunk:
+                    one(pair)
+        sync()
+        return [s.elapsed_time(e) for s, e in pairs]
+
+    return PreparedTimer(estimate, run)
+
+
+def round_reps(estimate_ms: float, rounds: int, rep: int | None = None, rep_ms: float = 100.0) -> int:
+    """Timed calls of one function in each round: ``rep`` if given, else ``rep_ms`` spread over
+    the rounds, at least :data:`MIN_ROUND_REPS` and at most 1000 calls in all."""
+    if rep is not None:
+        return max(1, int(rep))
+    rounds = max(1, int(rounds))
+    per_round = int(rep_ms / rounds / max(estimate_ms, 1e-3))
+    return max(MIN_ROUND_REPS, min(per_round, 1000 // rounds))
+
+
+def interleaved_rounds(runs: Sequence[Callable[[int], list[float]]], reps: Sequence[int],
+                       rounds: int) -> list[list[list[float]]]:
+    """``times[f][r]``: the times of ``runs[f](reps[f])`` in round ``r``. Each round runs every
+    function once; odd rounds run them in reverse order, so none is always first (or always
+    right after the same neighbour) while clocks and temperature drift over the run."""
+    times: list[list[list[float]]] = [[] for _ in runs]
+    for r in range(max(1, int(rounds))):
+        order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
+        for f in order:
+            times[f].append(list(runs[f](reps[f])))
+    return times
 
 
 #: Timed repetitions queued behind one GPU sleep, and the longest such sleep (ms).
 BATCH = 16
 MAX_GATE_MS = 200.0
+#: The fewest timed calls of each function in one round of :func:`interleaved_rounds`.
+MIN_ROUND_REPS = 3
 
 
 _sleep_cycles: dict[int, float] = {}
@@ -203,6 +266,7 @@ def gpu_only_timer(fn: Callable[[], Any], timeout: float, what: str,
 
 
 __all__ = [
-    "BATCH", "FLUSH_MIN_BYTES", "MAX_GATE_MS", "events", "gate_extensions", "gpu_only_timer", "next_gate",
-    "queue_behind_gate", "sleep_cycles_per_ms", "time_cuda",
+    "BATCH", "FLUSH_MIN_BYTES", "MAX_GATE_MS", "MIN_ROUND_REPS", "PreparedTimer", "events", "gate_extensions",
+    "gpu_only_timer", "interleaved_rounds", "l2_flush_buffer", "next_gate", "prepare_timer", "queue_behind_gate",
+    "round_reps", "sleep_cycles_per_ms", "time_cuda",
 ]

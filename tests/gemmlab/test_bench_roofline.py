@@ -61,7 +61,7 @@ def test_bench_result_text_and_intensity():
     r = _bench(140.0, 690.0)
     assert r.intensity == pytest.approx(4096 / 3)
     text = str(r)
-    assert "0.20× cuBLAS" in text and "140.0 TFLOPS" in text
+    assert "0.203× cuBLAS" in text and "140.0 TFLOPS" in text and "no interval" in text
     assert "cuBLAS" in r._repr_html_()
 
 
