@@ -10,6 +10,12 @@ output, checks that the correctness test (``test_capstone_correct_slow``) passed
 2. then every other submission, with the reason (incorrect, speed test failed, no record);
 3. then students who were not autograded or handed nothing in (``--roster`` lists them).
 
+Each run's ratio shows its interval where the record carries one (``ratio_low``/``ratio_high``,
+from ``bench_gemm``'s rounds), and S its range: S computed from the four lows and from the four
+highs, which holds S whenever each run's interval holds its ratio (docs/TIMING.md). A ranked
+entry whose S range overlaps the one ranked just above it is marked "within noise of" that
+student: the order of the two is not settled by this measurement.
+
     python -m autograder.leaderboard                          # markdown table of this course
     python -m autograder.leaderboard --format csv
     python -m autograder.leaderboard --out leaderboard/       # leaderboard.md, .csv and .png
@@ -50,6 +56,7 @@ class Entry:
     correct: bool | None = None       # None: unknown (the test did not run)
     score: float | None = None        # S: geometric mean of the ratios
     ratios: dict = field(default_factory=dict)   # {(size, dtype): ratio}
+    intervals: dict = field(default_factory=dict)  # {(size, dtype): (low, high)}, where recorded
     device: str = ""
     description: str = ""
     points: float | None = None
@@ -60,9 +67,25 @@ class Entry:
         values = [v for (s, _), v in self.ratios.items() if s == size]
         return _geomean(values) if values else None
 
+    def range_at(self, size: int) -> tuple[float, float] | None:
+        """The geometric means of the lows and of the highs at ``size`` (None unless every ratio there has one)."""
+        keys = [k for k in self.ratios if k[0] == size]
+        return _range([self.intervals.get(k) for k in keys]) if keys else None
+
+    @property
+    def score_range(self) -> tuple[float, float] | None:
+        """S from the four lows and from the four highs (None unless every ratio has an interval)."""
+        return _range([self.intervals.get(k) for k in self.ratios]) if self.ratios else None
+
 
 def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _range(intervals: list) -> tuple[float, float] | None:
+    if not intervals or any(i is None for i in intervals):
+        return None
+    return _geomean([lo for lo, _ in intervals]), _geomean([hi for _, hi in intervals])
 
 
 # ----------------------------------------------------------------------------- reading notebooks
@@ -115,6 +138,22 @@ def ratios_of(record: dict) -> dict:
     return out
 
 
+def intervals_of(record: dict) -> dict:
+    """{(size, dtype): (low, high)} for the runs whose record holds a sound interval around its ratio."""
+    out = {}
+    for (size, dtype), ratio in ratios_of(record).items():
+        for run in record.get("runs", []):
+            try:
+                if int(run["shape"][0]) != size or str(run["dtype"]) != dtype:
+                    continue
+                low, high = float(run["ratio_low"]), float(run["ratio_high"])
+            except (KeyError, TypeError, ValueError, IndexError):
+                continue
+            if 0 < low <= ratio <= high and math.isfinite(high):
+                out[(size, dtype)] = (low, high)
+    return out
+
+
 def _one_line(text: str, limit: int = 90) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -137,6 +176,7 @@ def entry_from_notebook(student: str, path: Path) -> Entry:
     record = parse_record(speed)
     if record is not None:
         entry.ratios = ratios_of(record)
+        entry.intervals = intervals_of(record)
         entry.device = _one_line(record.get("device", ""), 60)
         entry.description = _one_line(record.get("description", ""))
         try:
@@ -210,11 +250,23 @@ def rank(entries: list[Entry]) -> list[Entry]:
         if last is None or round(e.score, 3) != round(last, 3):
             place = i + 1
         e.rank, last = place, e.score
+    above = None
+    for e in out:
+        if e.status != "ranked":
+            continue
+        if above is not None and _overlap(e.score_range, above.score_range):
+            note = f"within noise of {above.student}"
+            e.reason = f"{note}; {e.reason}" if e.reason else note
+        above = e
     return out
 
 
+def _overlap(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
+    return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
+
+
 # ----------------------------------------------------------------------------- output
-COLUMNS = ["rank", "student", "S", "4096³", "8192³", *[f"{s}³ {d}" for s in SIZES for d in DTYPES],
+COLUMNS = ["rank", "student", "S", "S range", "4096³", "8192³", *[f"{s}³ {d}" for s in SIZES for d in DTYPES],
            "points", "correct", "device", "description", "note"]
 
 
@@ -222,13 +274,26 @@ def _fmt(value, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
+def _span(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f"{interval[0]:.3f}–{interval[1]:.3f}"
+
+
+def _with_interval(value: float | None, interval: tuple[float, float] | None) -> str:
+    """'0.972 (0.965–0.979)', or the bare ratio where no interval was recorded."""
+    if value is None:
+        return ""
+    return _fmt(value) + (f" ({_span(interval)})" if interval is not None else "")
+
+
 def rows(entries: list[Entry]) -> list[list[str]]:
     out = []
     for e in entries:
         correct = {True: "yes", False: "no", None: ""}[e.correct]
         note = e.reason if e.status in ("ranked", "failed") else f"{e.status}: {e.reason}"
-        out.append([str(e.rank) if e.rank else "-", e.student, _fmt(e.score), _fmt(e.ratio_at(4096)),
-                    _fmt(e.ratio_at(8192)), *[_fmt(e.ratios.get((s, d))) for s in SIZES for d in DTYPES],
+        out.append([str(e.rank) if e.rank else "-", e.student, _fmt(e.score), _span(e.score_range),
+                    _with_interval(e.ratio_at(4096), e.range_at(4096)),
+                    _with_interval(e.ratio_at(8192), e.range_at(8192)),
+                    *[_with_interval(e.ratios.get((s, d)), e.intervals.get((s, d))) for s in SIZES for d in DTYPES],
                     "" if e.points is None else f"{e.points:g}", correct, e.device, e.description, note])
     return out
 
@@ -244,6 +309,10 @@ def markdown(entries: list[Entry]) -> str:
         lines.append("")
         lines.append(f"Note: ratios were measured on {len(devices)} different GPUs ({', '.join(devices)}); "
                      "a ratio to cuBLAS travels between GPUs better than TFLOPS, but not perfectly.")
+    if any(e.score_range for e in entries):
+        lines.append("")
+        lines.append("In brackets: each ratio's interval from its timing rounds; S range: S from the lower and "
+                     "from the upper ends. Entries whose ranges overlap are within noise of each other.")
     return "\n".join(lines) + "\n"
 
 
@@ -273,7 +342,9 @@ def chart(entries: list[Entry], path: Path, title: str = "Capstone leaderboard")
         for j, (size, colour) in enumerate(((4096, "tab:blue"), (8192, "tab:orange"))):
             v = e.ratio_at(size)
             if v is not None:
-                ax.barh(y + (0.5 - j) * height, v, height=height, color=colour,
+                span = e.range_at(size)
+                xerr = [[v - span[0]], [span[1] - v]] if span else None
+                ax.barh(y + (0.5 - j) * height, v, height=height, color=colour, xerr=xerr, capsize=2,
                         alpha=1.0 if e.status == "ranked" else 0.35)
         x = max(e.ratio_at(4096) or 0, e.ratio_at(8192) or 0) + 0.01 * top
         if e.status == "ranked":
@@ -287,7 +358,7 @@ def chart(entries: list[Entry], path: Path, title: str = "Capstone leaderboard")
     ax.set_yticks([n - 1 - i for i in range(len(shown))], labels, fontsize=8)
     ax.set_ylim(-0.7, n - 0.1 + 0.4)
     ax.set_xlim(0, top * 1.18)
-    ax.set_xlabel("ratio to cuBLAS, same run (geometric mean of fp16 and bf16)")
+    ax.set_xlabel("ratio to cuBLAS, same run (geometric mean of fp16 and bf16; whiskers: the timing intervals)")
     from matplotlib.patches import Patch
 
     ax.legend(handles=[Patch(color="tab:blue", label="4096³"), Patch(color="tab:orange", label="8192³")],
