@@ -1,0 +1,260 @@
+"""Notebook 07's test cells (visible and hidden tests together) fail the plausible wrong answers of
+every exercise that is graded without a GPU: acc_owner, ring_waits, persistent_tiles, the Blackwell
+K-loop, TMEM and grid exercises; and a test that needs a Hopper GPU fails on another GPU."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support import hopper07
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+def answer(grade_id: str, *bodies: str) -> str:
+    """The answer cell with its solution blocks (in order) replaced by ``bodies`` (None: kept)."""
+    src = hopper07.solution_part(grade_id)
+    parts = re.split(r"( *### BEGIN SOLUTION\n.*?### END SOLUTION)", src, flags=re.S)
+    blocks = parts[1::2]
+    assert len(blocks) == len(bodies), f"{grade_id} has {len(blocks)} solution blocks"
+    for i, body in enumerate(bodies):
+        if body is not None:
+            indent = re.match(r" *", blocks[i]).group(0)
+            parts[2 * i + 1] = "\n".join(indent + line if line else line for line in body.strip("\n").splitlines())
+    return "".join(parts)
+
+
+def fails(cells: tuple[str, ...], test: str, replace: dict[str, str]) -> None:
+    ns = hopper07.plain_namespace()
+    with pytest.raises(AssertionError):      # RingError is one too
+        hopper07.run(ns, [*cells, test], replace)
+
+
+def passes(cells: tuple[str, ...], test: str) -> None:
+    hopper07.run(hopper07.plain_namespace(), [*cells, test])
+
+
+# ------------------------------------------------------------------ Exercise 1: acc_owner
+
+ACC_CELLS = ("acc_owner", "acc_owner_check_helper")
+ACC_WRONG = {
+    "thread and value swapped": "return (n % 2 + 2 * ((m % 16) // 8) + 4 * (n // 8), "
+                                "32 * (m // 16) + 4 * (m % 8) + (n % 8) // 2)",
+    "rows 8..15 of a warp in the thread": "return 32 * (m // 16) + 4 * (m % 16) // 2 + (n % 8) // 2, "
+                                          "n % 2 + 2 * ((m % 16) // 8) + 4 * (n // 8)",
+    "column blocks wrap after 64 columns": "return 32 * (m // 16) + 4 * (m % 8) + (n % 8) // 2, "
+                                           "n % 2 + 2 * ((m % 16) // 8) + 4 * ((n // 8) % 8)",
+    "correct only up to 128 columns": "t = 32 * (m // 16) + 4 * (m % 8) + (n % 8) // 2\n"
+                                      "return t, n % 2 + 2 * ((m % 16) // 8) + 4 * (n // 8) + (n >= 128)",
+}
+
+
+def test_acc_owner_solution_passes() -> None:
+    passes(ACC_CELLS, "test_acc_owner")
+
+
+@pytest.mark.parametrize("why", ACC_WRONG)
+def test_acc_owner_wrong_answers_fail(why: str) -> None:
+    fails(ACC_CELLS, "test_acc_owner", {"acc_owner": answer("acc_owner", ACC_WRONG[why])})
+
+
+# ------------------------------------------------------------------ Exercise 3: ring_waits
+
+RING_CELLS = ("ring_simulator", "ring_waits")
+RING_WRONG = {
+    "forgot the ^ 1": "r = t // stages\nreturn t % stages, r % 2, r % 2",
+    "parity frozen": "return t % stages, 0, 1 if t < stages else 0",
+    "parity of t, not of the round": "return t % stages, t % 2, (t % 2) ^ 1",
+    "two slots whatever STAGES": "r = t // stages\nreturn t % 2, r % 2, (r % 2) ^ 1",
+    "round counted from 1": "r = t // stages + 1\nreturn t % stages, r % 2, (r % 2) ^ 1",
+    "wrong only from the 8th slot on": "r = t // stages\nreturn t % min(stages, 7), r % 2, (r % 2) ^ 1",
+}
+
+
+def test_ring_waits_solution_passes() -> None:
+    passes(RING_CELLS, "test_ring_waits")
+
+
+@pytest.mark.parametrize("why", RING_WRONG)
+def test_ring_waits_wrong_answers_fail(why: str) -> None:
+    fails(RING_CELLS, "test_ring_waits", {"ring_waits": answer("ring_waits", RING_WRONG[why])})
+
+
+# ------------------------------------------------------------------ Exercise 5: persistent_tiles
+
+PERSISTENT_CELLS = ("draw_persistent", "persistent_tiles", "persistent_check_helper")
+PERSISTENT_WRONG = {
+    "cluster rank ignored": """
+cl_tiles_m = -(-tiles_m // cluster_m)
+out = []
+for w in range(cta // cluster_m, cl_tiles_m * tiles_n, num_ctas // cluster_m):
+    cm, tn = grouped_work(w, cl_tiles_m, tiles_n, group_m)
+    if cm * cluster_m < tiles_m:
+        out.append((cm * cluster_m, tn))
+return out""",
+    "row-major, not grouped, with many CTAs": """
+cl_tiles_m = -(-tiles_m // cluster_m)
+out = []
+for w in range(cta // cluster_m, cl_tiles_m * tiles_n, num_ctas // cluster_m):
+    cm, tn = (w // tiles_n, w % tiles_n) if num_ctas > 1 else grouped_work(w, cl_tiles_m, tiles_n, group_m)
+    tm = cm * cluster_m + cta % cluster_m
+    if tm < tiles_m:
+        out.append((tm, tn))
+return out""",
+    "contiguous chunks of work per cluster": """
+cl_tiles_m = -(-tiles_m // cluster_m)
+clusters = num_ctas // cluster_m
+work = cl_tiles_m * tiles_n
+per = -(-work // clusters)
+c = cta // cluster_m
+out = []
+for w in range(c * per, min(work, (c + 1) * per)):
+    cm, tn = grouped_work(w, cl_tiles_m, tiles_n, group_m)
+    tm = cm * cluster_m + cta % cluster_m
+    if tm < tiles_m:
+        out.append((tm, tn))
+return out""",
+}
+
+
+def test_persistent_tiles_solution_passes() -> None:
+    passes(PERSISTENT_CELLS, "test_persistent_tiles")
+
+
+@pytest.mark.parametrize("why", PERSISTENT_WRONG)
+def test_persistent_tiles_wrong_answers_fail(why: str) -> None:
+    fails(PERSISTENT_CELLS, "test_persistent_tiles",
+          {"persistent_tiles": answer("persistent_tiles", PERSISTENT_WRONG[why])})
+
+
+# ------------------------------------------------------------------ a run test on a GPU that is not a Hopper
+
+def test_hopper_run_tests_fail_on_another_gpu() -> None:
+    ns = hopper07.plain_namespace()
+    src = hopper07.cells()["setup"]
+    exec(compile(src[src.index("def hopper_gpu_here"):], "<07:setup>", "exec"), ns)
+    ns.update(GPU=True, HOPPER=False, ARCH="sm_80")
+    for test in ("test_one_tile_slow", "test_pipelined_slow", "test_ws_slow", "test_ws_speed_slow"):
+        body = hopper07.cells()[test]
+        assert "hopper_gpu_here()" in body and "GPU and HOPPER" not in body, test
+        with pytest.raises(AssertionError, match="needs a Hopper GPU"):
+            ns["hopper_gpu_here"]()
+    ns.update(GPU=False)
+    assert ns["hopper_gpu_here"]() is False
+
+
+# ------------------------------------------------------------------ Blackwell, Exercise 10: the grid (CPU)
+
+GRID_CELLS = ("bw_grid_check_helper",)
+GRID_WRONG = {
+    "tile counts rounded down": ("return m // BW_M, n // BW_N, 1", None),
+    "rows and columns swapped in the tile": (None, "return by, bx"),
+    "grid transposed, tile transposed to match": ("return (n + BW_N - 1) // BW_N, (m + BW_M - 1) // BW_M, 1",
+                                                  "return by, bx"),
+    "one CTA too many per row": ("return m // BW_M + 1, (n + BW_N - 1) // BW_N, 1", None),
+    "every CTA on tile 0": (None, "return 0, 0"),
+}
+
+
+def _grid_ns(replace: dict[str, str]) -> dict:
+    ns = hopper07.plain_namespace()
+    ns.update(BW_M=128, BW_N=128)
+    exec(compile(replace.get("hopper_bw_grid", hopper07.cells()["hopper_bw_grid"]), "<07:grid>", "exec"), ns)
+    return ns
+
+
+def test_grid_solution_passes() -> None:
+    hopper07.run(_grid_ns({}), [*GRID_CELLS, "test_bw_grid"])
+
+
+@pytest.mark.parametrize("why", GRID_WRONG)
+def test_grid_wrong_answers_fail(why: str) -> None:
+    ns = _grid_ns({"hopper_bw_grid": answer("hopper_bw_grid", *GRID_WRONG[why])})
+    with pytest.raises(AssertionError):
+        hopper07.run(ns, [*GRID_CELLS, "test_bw_grid"])
+
+
+# ------------------------------------------------------------------ Blackwell, Exercises 8 and 9 (PTX for sm_100a)
+
+LOOP = """for t in cutlass.range_constexpr(k_tiles):
+    s = {slot}
+    cute.arch.mbarrier_wait(full + s, {parity})
+    for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+        mma.set(tcgen05.Field.ACCUMULATE, t > 0 or kb > 0)
+        cute.gemm(mma, tAcc, tCrA[None, None, kb, s], tCrB[None, None, kb, s], tAcc)
+{inner}{commit}
+{after}"""
+ELECTED = "    with cute.arch.elect_one():\n        tcgen05.commit(empty + s)"
+ACC = "with cute.arch.elect_one():\n    tcgen05.commit(acc_full)"
+
+
+def _loop(slot="t % BW_STAGES", parity="(t // BW_STAGES) % 2", inner="", commit=ELECTED, after=ACC) -> str:
+    return LOOP.format(slot=slot, parity=parity, inner=inner, commit=commit, after=after)
+
+
+KLOOP_WRONG = {
+    "no commit releases the slot": _loop(commit=""),
+    "parity never changes": _loop(parity="0"),
+    "parity of t, not of the round": _loop(parity="t % 2"),
+    "producer's parity": _loop(parity="((t // BW_STAGES) % 2) ^ 1"),
+    "two slots hard-coded": _loop(slot="t % 2", parity="(t // 2) % 2"),
+    "a commit per MMA": _loop(inner="        with cute.arch.elect_one():\n            tcgen05.commit(empty + s)\n",
+                              commit=""),
+    "commit by all 32 threads": _loop(commit="    tcgen05.commit(empty + s)"),
+    "acc_full never committed": _loop(after=""),
+}
+TMEM_ALLOC = "cute.arch.alloc_tmem(BW_TMEM_COLS, tmem_addr)"
+TMEM_LOOP = """for i in cutlass.range_constexpr(cute.size(tTt, mode=[2])):
+    cute.copy(t2r, tTt[None, None, i], r32)
+    cute.arch.fence_view_async_tmem_load()
+    r16.store(r32.load().to(tCgD.element_type))
+    cute.autovec_copy(r16, tTg[None, None, i])"""
+TMEM_FREE = "cute.arch.relinquish_tmem_alloc_permit()\ncute.arch.dealloc_tmem(tAcc.iterator, BW_TMEM_COLS)"
+TMEM_WRONG = {
+    "too few columns": ("cute.arch.alloc_tmem(64, tmem_addr)", None,
+                        "cute.arch.relinquish_tmem_alloc_permit()\ncute.arch.dealloc_tmem(tAcc.iterator, 64)"),
+    "no dealloc": (None, None, "cute.arch.relinquish_tmem_alloc_permit()"),
+    "dealloc of a different count": (None, None,
+                                     "cute.arch.relinquish_tmem_alloc_permit()\ncute.arch.dealloc_tmem(tAcc.iterator, 256)"),
+    "no relinquish": (None, None, "cute.arch.dealloc_tmem(tAcc.iterator, BW_TMEM_COLS)"),
+    "relinquish after the dealloc": (None, None, "cute.arch.dealloc_tmem(tAcc.iterator, BW_TMEM_COLS)\n"
+                                                 "cute.arch.relinquish_tmem_alloc_permit()"),
+    "no wait::ld": (None, TMEM_LOOP.replace("    cute.arch.fence_view_async_tmem_load()\n", ""), None),
+    "only the first chunk": (None, TMEM_LOOP.replace("cute.size(tTt, mode=[2])", "1"), None),
+    "loaded, never stored": (None, TMEM_LOOP.replace("    cute.autovec_copy(r16, tTg[None, None, i])", "    pass"),
+                             None),
+}
+
+
+def _blackwell_fails(replace: dict[str, str], tests: tuple[str, ...]) -> list[str]:
+    """The test cells among ``tests`` that fail (an AssertionError) with ``replace``; a build error counts."""
+    ns = hopper07.blackwell_namespace(replace)
+    failed = []
+    for test in tests:
+        try:
+            hopper07.run(ns, [test])
+        except AssertionError:
+            failed.append(test)
+    return failed
+
+
+@pytest.mark.parametrize("why", KLOOP_WRONG)
+def test_kloop_wrong_answers_fail(why: str) -> None:
+    failed = _blackwell_fails({"hopper_bw_kloop": answer("hopper_bw_kloop", KLOOP_WRONG[why])},
+                              ("test_bw_kloop", "test_bw_tmem"))
+    assert "test_bw_kloop" in failed, f"{why}: the K-loop test passed"
+
+
+@pytest.mark.parametrize("why", TMEM_WRONG)
+def test_tmem_wrong_answers_fail(why: str) -> None:
+    failed = _blackwell_fails({"hopper_bw_tmem": answer("hopper_bw_tmem", *TMEM_WRONG[why])},
+                              ("test_bw_tmem",))
+    assert failed == ["test_bw_tmem"], f"{why}: the TMEM test passed"
+
+
+def test_the_wrong_answers_templates_pass_unchanged() -> None:
+    # the wrong answers above are edits of these templates: unedited, they must pass every Blackwell test
+    replace = {"hopper_bw_kloop": answer("hopper_bw_kloop", _loop()),
+               "hopper_bw_tmem": answer("hopper_bw_tmem", TMEM_ALLOC, TMEM_LOOP, TMEM_FREE)}
+    assert _blackwell_fails(replace, ("test_bw_kloop", "test_bw_tmem", "test_bw_many_ctas")) == []
