@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""The course's solution GEMM kernels against cuBLAS: correctness, TFLOPS, ratio, compile time.
+"""The course's solution GEMM kernels against cuBLAS: correctness, TFLOPS, ratio with its noise, compile time.
 
     python benchmarks/solutions.py                       # every solution kernel, fp16+bf16, 4096³ and 8192³
     python benchmarks/solutions.py --quick               # 4096³ fp16 only
     python benchmarks/solutions.py --only gemm06_cpp     # one kernel (repeatable)
     python benchmarks/solutions.py --only gemm06_cpp --set gemm06_cpp:STAGES=5 --set gemm06_cpp:BK=32
+    python benchmarks/solutions.py --cutlass ~/cutlass   # + NVIDIA's persistent Hopper example, same run
+    python benchmarks/solutions.py --update-best         # record rows that beat benchmarks/solutions_best.json
 
 The kernels come from the solutions notebooks (cells tagged ``kernel:<name>``, read with
 tools/solution_cells.py), so this measures exactly what the course ships. Each kernel is
@@ -15,16 +17,28 @@ if any correctness check fails (2 if there is no GPU). ``--set NAME:KEY=VALUE`` 
 kernel's configuration through the ``configure_<front-end>(**changes)`` function its cell
 defines, or through the cell's integer constants (e.g. ``--set hopper_ws:WS_GROUP_M=16``) where
 it defines no such function, for tuning runs.
+
+Every ratio comes with its interval (``bench_gemm``'s interleaved rounds, docs/TIMING.md), and
+each row stands beside the previous best row of the same kernel, shape and dtype on the same GPU
+from ``benchmarks/solutions_best.json``, with the verdict of comparing the two beyond the noise
+(an exact rank-sum interval on both runs' per-round ratios, where both have them).
+``--update-best`` writes the rows whose ratio beats the previous best back into that file.
+``--cutlass PATH`` also times ``examples/python/CuTeDSL/hopper/dense_gemm_persistent.py`` of
+that CUTLASS checkout (128×256 tiles, 2×1 clusters) as the public reference
+(benchmarks/cutlass_reference.py).
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import inspect
 import json
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -47,7 +61,12 @@ KERNELS = [
     ("08_cuda_ladder", "ladder_dbuf"),
     ("08_cuda_ladder", "ladder_swizzle"),
     ("08_cuda_ladder", "ladder_any"),
+    ("09_capstone", "capstone"),
 ]
+#: Kernels whose GEMM function is not named like their cell tag: tag name -> function name.
+FUNCTIONS = {"capstone": "capstone_gemm"}
+#: The committed previous best rows (see --update-best).
+BEST = Path(__file__).resolve().parent / "solutions_best.json"
 #: Notebook 07's steps that are the capstone kernel with fewer of its ideas switched on: the
 #: cell's module-level settings are changed before the first compile (the DSL's compile cache
 #: keys on the globals a kernel reads). name -> (kernel whose cell defines it, settings).
@@ -77,6 +96,17 @@ class Row:
     cublas_tflops: float | None = None
     ratio: float | None = None
     note: str = ""
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+    coverage: float | None = None
+    round_ratios: list = field(default_factory=list)
+    previous: dict | None = None           # the previous best row (from BEST), if any
+    versus: str = ""                       # this row against it: faster / slower / within noise
+
+    @property
+    def key(self) -> str:
+        """How the row is filed in BEST: '4096x4096x4096 float16'."""
+        return f"{'x'.join(map(str, self.shape))} {self.dtype}"
 
 
 @dataclass
@@ -101,6 +131,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="configuration change passed to the kernel cell's configure_* function; repeatable")
     ap.add_argument("--out", type=Path, default=Path("bench-out"), help="folder for results.json and solutions.png")
     ap.add_argument("--no-check", action="store_true", help="skip the correctness suite (tuning runs only)")
+    ap.add_argument("--best", type=Path, default=BEST, help="JSON of previous best rows (default: %(default)s)")
+    ap.add_argument("--update-best", action="store_true",
+                    help="write rows whose ratio beats the previous best (same GPU) into --best")
+    ap.add_argument("--cutlass", type=Path, metavar="PATH",
+                    help="a CUTLASS checkout: also time its persistent Hopper CuTe DSL example in this run")
     args = ap.parse_args(argv)
     names = [n for _, n in KERNELS]
     unknown = [n for n in args.only if n not in names]
@@ -183,9 +218,10 @@ def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = N
             ns.update(overrides)
     # The cell defines the GEMM function itself (notebook 05 builds it with cpp_gemm_from/dsl_gemm_from);
     # wrapping it again would hand the finished 5-argument function to a factory that expects a kernel.
-    fn = ns.get(name)
+    function = FUNCTIONS.get(name, name)
+    fn = ns.get(function)
     if not callable(fn):
-        raise LookupError(f"the cell tagged kernel:{name} does not define a callable {name!r}")
+        raise LookupError(f"the cell tagged kernel:{name} does not define a callable {function!r}")
     return fn, ns
 
 
@@ -215,14 +251,54 @@ def declared(ns: dict, name: str, key: str, default):
     return value if value is not None else ns.get(key, default)
 
 
-def run_kernel(assignment: str, name: str, args, shapes, dtypes) -> KernelReport:
-    import torch
+class Backend(Protocol):
+    """What the benchmark asks of the GPU: a first call, the correctness suite and a timing."""
 
-    import gemmlab
+    def first_call(self, fn, convention: str, shape: tuple) -> None: ...
 
+    def check(self, fn, convention: str, dtype: str, shapes: list) -> tuple[bool, str]: ...
+
+    def bench(self, fn, shape: tuple, convention: str, dtype: str, label: str) -> Any: ...
+
+
+class GpuBackend:
+    """The real thing: torch tensors on the GPU, ``gemmlab.check_gemm`` and ``gemmlab.bench_gemm``."""
+
+    def first_call(self, fn, convention: str, shape: tuple) -> None:
+        import torch
+
+        m, n, k = shape
+        A = torch.randn(m, k, device="cuda").half()
+        B = torch.randn((n, k) if convention == "tn" else (k, n), device="cuda").half()
+        D = torch.empty(m, n, device="cuda").half()
+        fn(A, B, D) if convention == "tn" else fn(A, B, D, 1.0, 0.0)
+        torch.cuda.synchronize()
+
+    def check(self, fn, convention: str, dtype: str, shapes: list) -> tuple[bool, str]:
+        import torch
+
+        import gemmlab
+
+        result = gemmlab.check_gemm(fn, convention=convention, dtype=getattr(torch, dtype), shapes=shapes)
+        return bool(result.passed), str(result)
+
+    def bench(self, fn, shape: tuple, convention: str, dtype: str, label: str) -> Any:
+        import torch
+
+        import gemmlab
+
+        return gemmlab.bench_gemm(fn, shape=shape, convention=convention, dtype=getattr(torch, dtype), label=label)
+
+
+def run_kernel(assignment: str, name: str, args, shapes, dtypes, backend: Backend | None = None,
+               loaded: tuple | None = None) -> KernelReport:
+    """Load (or take ``loaded`` = (fn, ns)), call once, check and time one kernel."""
+    from gemmlab.errors import GemmlabError
+
+    backend = backend or GpuBackend()
     rep = KernelReport(name, assignment)
     try:
-        fn, ns = load_kernel(assignment, name, args.overrides.get(name))
+        fn, ns = loaded if loaded is not None else load_kernel(assignment, name, args.overrides.get(name))
     except LookupError as err:
         rep.status, rep.reason = "skipped", str(err)
         print(f"- {name}: skipped ({err})")
@@ -233,15 +309,9 @@ def run_kernel(assignment: str, name: str, args, shapes, dtypes) -> KernelReport
     if name in FIXED_SHAPE:
         check_shapes = shapes = [FIXED_SHAPE[name]]
     kernel_dtypes = declared(ns, base, "DTYPES", DTYPES)
-    dev = "cuda"
-    m, n, k = FIXED_SHAPE.get(name, (256, 256, 256))
-    A = torch.randn(m, k, device=dev).half()
-    B = torch.randn((n, k) if conv == "tn" else (k, n), device=dev).half()
-    D = torch.empty(m, n, device=dev).half()
     t0 = time.perf_counter()
     try:
-        fn(A, B, D) if conv == "tn" else fn(A, B, D, 1.0, 0.0)
-        torch.cuda.synchronize()
+        backend.first_call(fn, conv, FIXED_SHAPE.get(name, (256, 256, 256)))
     except Exception as err:  # noqa: BLE001 - report any build or launch failure and go on
         rep.status, rep.reason = "failed", f"first call failed: {err}"
         print(f"- {name}: FAILED on its first call: {err}")
@@ -251,49 +321,170 @@ def run_kernel(assignment: str, name: str, args, shapes, dtypes) -> KernelReport
     if not args.no_check:
         t0 = time.perf_counter()
         for dt in [d for d in (dtypes if args.quick else DTYPES) if d in kernel_dtypes]:
-            result = gemmlab.check_gemm(fn, convention=conv, dtype=getattr(torch, dt), shapes=check_shapes)
-            rep.correct[dt] = bool(result.passed)
-            if not result.passed:
+            passed, text = backend.check(fn, conv, dt, check_shapes)
+            rep.correct[dt] = passed
+            if not passed:
                 rep.status = "failed"
                 rep.reason = f"check_gemm failed ({dt})"
-                print(result)
+                print(text)
         rep.check_s = time.perf_counter() - t0
         verdict = "correct" if rep.status == "ok" else "WRONG"
-        print(f"  check_gemm on {len(check_shapes)} odd shapes: {verdict} ({rep.check_s:.1f} s incl. compiles)")
+        print(f"  check_gemm on {len(check_shapes)} shapes: {verdict} ({rep.check_s:.1f} s incl. compiles)")
         if rep.status != "ok":
             return rep
     for shape in shapes:
         for dt in [d for d in dtypes if d in kernel_dtypes]:
             row = Row(name, shape, dt)
             try:
-                r = gemmlab.bench_gemm(fn, shape=shape, convention=conv, dtype=getattr(torch, dt), label=name)
+                r = backend.bench(fn, shape, conv, dt, name)
                 row.tflops, row.cublas_tflops, row.ratio = r.tflops, r.cublas_tflops, r.ratio
+                row.ratio_low, row.ratio_high, row.coverage = r.ratio_low, r.ratio_high, r.coverage
+                row.round_ratios = list(r.round_ratios)
                 print(f"  {'x'.join(map(str, shape)):>14} {dt:9s} {r.tflops:7.1f} TFLOPS  cuBLAS {r.cublas_tflops:7.1f}"
-                      f"  ratio {r.ratio:.3f}")
-            except gemmlab.GemmlabError as err:
+                      f"  ratio {r.ratio:.3f} ({interval(row) or 'no interval'})")
+            except GemmlabError as err:
                 row.note = str(err).splitlines()[0]
                 print(f"  {'x'.join(map(str, shape)):>14} {dt:9s} failed: {row.note}")
             rep.rows.append(row)
     return rep
 
 
+def cutlass_report(root: Path, args, shapes, dtypes, backend: Backend | None = None) -> KernelReport:
+    """NVIDIA's persistent Hopper example from the checkout at ``root``, checked and timed like a course kernel."""
+    import cutlass_reference
+
+    try:
+        fn = cutlass_reference.persistent_gemm(cutlass_reference.load_example(root))
+    except LookupError as err:
+        rep = KernelReport(cutlass_reference.LABEL, "CUTLASS example", status="skipped", reason=str(err))
+        print(f"- {rep.kernel}: skipped ({err})")
+        return rep
+    ns = {"CONVENTION": "tn", "CHECK_SHAPES": cutlass_reference.CHECK_SHAPES}
+    return run_kernel("CUTLASS example", cutlass_reference.LABEL, args, shapes, dtypes, backend, (fn, ns))
+
+
+# ----------------------------------------------------------------------------- previous best rows
+def load_best(path: Path) -> dict:
+    """``{"devices": {device: {kernel: {"4096x4096x4096 float16": row}}}}`` ({} when there is no file)."""
+    path = Path(path)
+    if not path.is_file():
+        return {"devices": {}}
+    data = json.loads(path.read_text())
+    data.setdefault("devices", {})
+    return data
+
+
+def previous_best(best: dict, device: str, kernel: str, key: str) -> dict | None:
+    return best.get("devices", {}).get(device, {}).get(kernel, {}).get(key)
+
+
+def versus(row: Row, previous: dict | None) -> str:
+    """This row against the previous best: 'faster', 'slower' or 'within noise' (beyond the noise
+    where both carry per-round ratios), else the plain difference of the ratios."""
+    if previous is None or not row.ratio:
+        return ""
+    from gemmlab import spread
+
+    old = previous.get("round_ratios") or []
+    if len(row.round_ratios) >= 2 and len(old) >= 2:
+        c = spread.between(row.kernel, "previous best", row.round_ratios, old)
+        return f"{c.verdict} ({c.ratio:.3f}×, {spread.interval_text(c.low, c.high, c.coverage)})"
+    return f"{row.ratio - float(previous['ratio']):+.3f} (no rounds on both sides: noise unknown)"
+
+
+def attach_previous(reports: list[KernelReport], best: dict, device: str) -> None:
+    for rep in reports:
+        for row in rep.rows:
+            row.previous = previous_best(best, device, row.kernel, row.key)
+            row.versus = versus(row, row.previous)
+
+
+def update_best(best: dict, reports: list[KernelReport], device: str, date: str, commit: str) -> list[str]:
+    """Put every row whose ratio beats (or first fills) its previous best into ``best``; the names of those rows."""
+    changed = []
+    for rep in reports:
+        for row in rep.rows:
+            old = previous_best(best, device, row.kernel, row.key)
+            if not row.ratio or (old is not None and row.ratio <= float(old["ratio"])):
+                continue
+            best.setdefault("devices", {}).setdefault(device, {}).setdefault(row.kernel, {})[row.key] = {
+                "ratio": round(row.ratio, 4), "ratio_low": _rounded(row.ratio_low), "ratio_high": _rounded(row.ratio_high),
+                "coverage": _rounded(row.coverage), "round_ratios": [round(v, 5) for v in row.round_ratios],
+                "tflops": round(row.tflops, 1), "cublas_tflops": round(row.cublas_tflops, 1),
+                "date": date, "commit": commit}
+            changed.append(f"{row.kernel} {row.key}")
+    return changed
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def save_best(best: dict, path: Path) -> None:
+    Path(path).write_text(json.dumps(best, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=10)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+# ----------------------------------------------------------------------------- the table
+def interval(row: Row) -> str:
+    if row.ratio_low is None or row.ratio_high is None:
+        return ""
+    from gemmlab.spread import interval_text
+
+    return interval_text(row.ratio_low, row.ratio_high, row.coverage or 0.0)
+
+
+def _previous_text(previous: dict | None) -> str:
+    if previous is None:
+        return "-"
+    span = (f" ({previous['ratio_low']:.3f}–{previous['ratio_high']:.3f})"
+            if previous.get("ratio_low") is not None and previous.get("ratio_high") is not None else "")
+    when = ", ".join(str(previous[k]) for k in ("date", "commit") if previous.get(k))
+    return f"{float(previous['ratio']):.3f}{span}" + (f" [{when}]" if when else "")
+
+
 def markdown(reports: list[KernelReport], device: str) -> str:
     lines = [f"Solution kernels on {device}", "",
-             "| kernel | conv | shape | dtype | TFLOPS | cuBLAS | ratio | correct (odd shapes) | compile+1st call |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | --- | ---: |"]
+             "| kernel | conv | shape | dtype | TFLOPS | cuBLAS | ratio | interval | previous best | vs previous "
+             "| correct | compile+1st call |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | --- | --- | --- | --- | ---: |"]
     for rep in reports:
         correct = ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in rep.correct.items()) or "-"
         first = f"{rep.first_call_s:.1f} s" if rep.first_call_s is not None else "-"
         if not rep.rows:
-            lines.append(f"| {rep.kernel} | {rep.convention} | - | - | - | - | - | {correct} | {first} |"
+            lines.append(f"| {rep.kernel} | {rep.convention} | - | - | - | - | - | - | - | - | {correct} | {first} |"
                          + (f" {rep.status}: {rep.reason}" if rep.status != "ok" else ""))
         for row in rep.rows:
             tf = f"{row.tflops:.1f}" if row.tflops else "-"
             cb = f"{row.cublas_tflops:.1f}" if row.cublas_tflops else "-"
             ratio = f"{row.ratio:.3f}" if row.ratio else row.note or "-"
             lines.append(f"| {rep.kernel} | {rep.convention} | {'×'.join(map(str, row.shape))} | {row.dtype} | {tf} | "
-                         f"{cb} | {ratio} | {correct} | {first} |")
+                         f"{cb} | {ratio} | {interval(row) or '-'} | {_previous_text(row.previous)} | "
+                         f"{row.versus or '-'} | {correct} | {first} |")
+    lines += ["", "interval: holds the median per-round ratio of this run's conditions with the stated probability "
+              "(bench_gemm's rounds, docs/TIMING.md); vs previous: this row against the previous best row on this "
+              "GPU, beyond the noise or within it."]
     return "\n".join(lines)
+
+
+def run_all(args, backend: Backend, device: str) -> tuple[list[KernelReport], str]:
+    """Every planned kernel (and the CUTLASS reference, with --cutlass) in one run, each row beside its
+    previous best; the reports and the markdown table."""
+    kernels, shapes, dtypes = plan(args)
+    reports = []
+    if args.cutlass is not None:
+        reports.append(cutlass_report(args.cutlass, args, shapes, dtypes, backend))
+    reports += [run_kernel(a, n, args, shapes, dtypes, backend) for a, n in kernels]
+    attach_previous(reports, load_best(args.best), device)
+    return reports, markdown(reports, device)
 
 
 def chart(reports: list[KernelReport], path: Path, device: str) -> None:
@@ -307,10 +498,17 @@ def chart(reports: list[KernelReport], path: Path, device: str) -> None:
         return
     labels = [f"{k}\n{'×'.join(map(str, r.shape[:1]))}³ {r.dtype}" for k, r in rows]
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows)), 4))
-    ax.bar(range(len(rows)), [r.ratio for _, r in rows], color="tab:blue")
+    yerr = [[r.ratio - (r.ratio_low if r.ratio_low is not None else r.ratio) for _, r in rows],
+            [(r.ratio_high if r.ratio_high is not None else r.ratio) - r.ratio for _, r in rows]]
+    ax.bar(range(len(rows)), [r.ratio for _, r in rows], yerr=yerr, capsize=2, color="tab:blue")
+    previous = [(i, float(r.previous["ratio"])) for i, (_, r) in enumerate(rows) if r.previous]
+    if previous:
+        ax.scatter([i for i, _ in previous], [v for _, v in previous], marker="_", s=200, color="tab:red",
+                   zorder=3, label="previous best")
+        ax.legend(fontsize=7)
     ax.axhline(1.0, color="black", lw=1)
     ax.set_xticks(range(len(rows)), labels, fontsize=7)
-    ax.set_ylabel("TFLOPS / cuBLAS TFLOPS (same run)")
+    ax.set_ylabel("ratio to cuBLAS, same run (whiskers: interval)")
     ax.set_title(f"Course solution kernels vs cuBLAS on {device}")
     for i, (_, r) in enumerate(rows):
         ax.text(i, r.ratio, f"{r.tflops:.0f}", ha="center", va="bottom", fontsize=7)
@@ -331,11 +529,16 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     device = torch.cuda.get_device_name()
-    print(f"device: {device}; kernels: {[n for _, n in kernels]}; shapes: {shapes}; dtypes: {dtypes}")
-    reports = [run_kernel(a, n, args, shapes, dtypes) for a, n in kernels]
-    table = markdown(reports, device)
+    print(f"device: {device}; kernels: {[n for _, n in kernels]}; shapes: {shapes}; dtypes: {dtypes}"
+          + (f"; reference: {args.cutlass}" if args.cutlass else ""))
+    reports, table = run_all(args, GpuBackend(), device)
     print()
     print(table)
+    if args.update_best:
+        best = load_best(args.best)
+        changed = update_best(best, reports, device, datetime.date.today().isoformat(), git_commit())
+        save_best(best, args.best)
+        print(f"\n{args.best}: {len(changed)} row(s) recorded as the new best" + (f": {changed}" if changed else ""))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps({"device": device, "reports": [asdict(r) for r in reports]},
                                                       indent=1, default=str))
