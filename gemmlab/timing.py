@@ -6,7 +6,9 @@ outlasts the host's enqueueing, so the GPU never idles inside a timed window wai
 L2 is flushed before each repetition unless asked not to (a small problem could otherwise live in
 cache and look faster than DRAM allows). :func:`time_cuda` times what ``fn`` queues on torch's
 current stream and nothing else: whether that is all of ``fn``'s work is :mod:`gemmlab.integrity`'s
-question.
+question. :func:`prepare_timer` warms a function up once and times more calls on demand, so
+:func:`interleaved_rounds` can alternate two functions (a kernel and cuBLAS) in rounds: the
+method, and what its interval covers, in docs/TIMING.md.
 """
 from __future__ import annotations
 
