@@ -116,7 +116,8 @@ class CellResult:
     ``status``: passed, failed, timeout, died, output_limit, memory, not_run, tampered, manual,
     needs_gpu (a GPU test on a worker without a GPU: not graded, 0 points) or grader_error (the
     grader failed on the notebook: not graded); ``score`` None means it is graded by hand. ``outputs`` are the cell's outputs fit for feedback
-    (no tracebacks, nothing quoting hidden tests); ``results`` the gemmlab results it published."""
+    (no tracebacks, nothing quoting hidden tests); ``results`` the gemmlab results it published; ``judged``
+    whether the test ran in the judge (else in the student's kernel: a test of a CuTe DSL kernel)."""
 
     notebook: str
     grade_id: str
@@ -129,6 +130,7 @@ class CellResult:
     evalue: str = ""
     outputs: tuple[dict, ...] = ()
     results: tuple[PublishedResult, ...] = ()
+    judged: bool = False              #: the verdict was computed in the judge (no student Python there)
 
     def to_dict(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -58,6 +58,10 @@ def notebook_needs_gpu(nb) -> bool:
     return any(is_graded(c) and needs_gpu(c) for c in nb.get("cells", []))
 
 
+#: How reports name a cell the student added ("your cell 7": its number in the student's notebook).
+STUDENT_LABEL = "your cell"
+
+
 @dataclass
 class Assembled:
     notebook: nbformat.NotebookNode
@@ -65,6 +69,11 @@ class Assembled:
     added: int = 0                                       # student cells kept
     missing_answers: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)     # per cell of ``notebook``: how reports name it
+    students: list[bool] = field(default_factory=list)  # per cell of ``notebook``: a cell the student added
+
+    def is_students(self, index: int) -> bool:
+        """Whether cell ``index`` of the notebook is one the student added (not the instructor's)."""
+        return self.students[index]
 
 
 def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
@@ -106,7 +115,7 @@ def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
             if rel is not None and not is_answer(rel) and gid not in seen_locked and is_graded(rel):
                 tampered.append(f"test cell {gid!r} was deleted; the original ran instead")
     cells = [_plain_copy(c) for _, c in extras.get("", [])]
-    labels = [f"your cell {n}" for n, _ in extras.get("", [])]
+    labels = [f"{STUDENT_LABEL} {n}" for n, _ in extras.get("", [])]
     missing = []
     for position, cell in enumerate(source.cells, 1):
         gid = grade_id(cell)
@@ -124,7 +133,7 @@ def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
         cells.append(new)
         if gid:
             cells.extend(_plain_copy(c) for _, c in extras.get(gid, []))
-            labels.extend(f"your cell {n}" for n, _ in extras.get(gid, []))
+            labels.extend(f"{STUDENT_LABEL} {n}" for n, _ in extras.get(gid, []))
     nb = copy.deepcopy(source)
     nb.cells = cells
     for c in nb.cells:
@@ -132,7 +141,8 @@ def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
             c.pop("outputs", None)
             c.pop("execution_count", None)
     added = sum(len(v) for v in extras.values())
-    return Assembled(nb, tampered, added, missing, labels)
+    students = [label.startswith(STUDENT_LABEL) for label in labels]
+    return Assembled(nb, tampered, added, missing, labels, students)
 
 
 def _plain(cell) -> dict:

@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from jupyter_client import KernelManager
 
@@ -303,13 +303,40 @@ class SandboxedKernel:
                 return True
         return False
 
-    def execute(self, code: str, timeout_s: float) -> CellRun:
-        """Run ``code``; never raises for anything the code does."""
+    def evaluate(self, expression: str, timeout_s: float) -> tuple[bool, str]:
+        """``(True, text/plain of expression's value)`` or ``(False, why not)``: evaluated silently
+        (no history, no outputs kept) as a user expression; a kernel that does not answer within
+        ``timeout_s`` has its work interrupted."""
+        if self.km is None or not self.alive():
+            return False, describe_exit(self.exit_code)
+        msg_id = self.kc.execute("", silent=True, store_history=False, user_expressions={"v": expression},
+                                 allow_stdin=False)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return False, describe_exit(self.exit_code)
+            try:
+                reply = self.kc.get_shell_msg(timeout=0.2)
+            except queue.Empty:
+                continue
+            if reply["parent_header"].get("msg_id") != msg_id:
+                continue
+            value = reply["content"].get("user_expressions", {}).get("v", {})
+            if value.get("status") != "ok":
+                return False, f"{value.get('ename', 'error')}: {str(value.get('evalue', ''))[:2000]}"
+            text = value.get("data", {}).get("text/plain")
+            return (True, text) if isinstance(text, str) else (False, "it answered no text")
+        self._stop_cell(msg_id)
+        return False, f"it did not answer within {timeout_s:g} s"
+
+    def execute(self, code: str, timeout_s: float, on_input: Callable[[str], str] | None = None) -> CellRun:
+        """Run ``code``; never raises for anything the code does. ``on_input(prompt)`` answers the
+        code's requests on the stdin channel (none are allowed without it)."""
         if self.km is None or not self.alive():
             return CellRun("died", message=describe_exit(self.exit_code))
         limits = self.limits
         t0 = time.monotonic()
-        msg_id = self.kc.execute(code, store_history=True, allow_stdin=False)
+        msg_id = self.kc.execute(code, store_history=True, allow_stdin=on_input is not None)
         outputs: list = []
         sent = 0
         run = CellRun("ok")
@@ -341,6 +368,8 @@ class SandboxedKernel:
                                                   "it was stopped")
                     self.kill()
                     break
+            if on_input is not None:
+                self._answer_stdin(msg_id, on_input)
             try:
                 msg = self.kc.get_iopub_msg(timeout=0.1)
             except queue.Empty:
@@ -392,6 +421,16 @@ class SandboxedKernel:
             if errors:
                 run.status, run.ename, run.evalue = "error", errors[-1].get("ename", ""), errors[-1].get("evalue", "")
         return run
+
+    def _answer_stdin(self, msg_id: str, on_input: Callable[[str], str]) -> None:
+        """Answer the running cell's pending input request, if it made one."""
+        try:
+            msg = self.kc.get_stdin_msg(timeout=0)
+        except queue.Empty:
+            return
+        if msg["parent_header"].get("msg_id") != msg_id or msg["msg_type"] != "input_request":
+            return
+        self.kc.input(on_input(str(msg["content"].get("prompt", ""))))
 
     def _mounts(self) -> list[str]:
         """The kernel's tmpfs mounts whose files count as its memory (none outside a sandbox)."""

@@ -21,6 +21,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -28,9 +29,11 @@ from gemmlab.runtime.faults import classify
 
 from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult
 from . import inkernel
-from .assemble import assemble, grade_id, is_answer, is_graded, needs_gpu, notebook_needs_gpu
+from .assemble import Assembled, assemble, grade_id, is_answer, is_graded, needs_gpu, notebook_needs_gpu
 from .device import missing_gpu
+from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, JUDGE_KERNEL_ENV, AnswerBridge, bind_code, describe
 from .kernel import CellRun, SandboxedKernel
+from .routing import defined_names, dsl_dependencies
 from .outputs import for_feedback, hidden_lines, take_published, withhold
 from .wellformed import clean_notebook, clean_outputs
 
@@ -100,51 +103,104 @@ def _verdict(run: CellRun) -> tuple[str, str]:
     return run.status, run.message
 
 
-class _NotebookGrader:
-    def __init__(self, name: str, nb: nbformat.NotebookNode, labels: list[str], workdir: Path, gpu: str | None,
-                 no_gpu: str, limits: Limits, sandbox: bool, deadline: float, events: list[str]) -> None:
-        self.name, self.nb, self.limits, self.deadline, self.events = name, nb, limits, deadline, events
-        self.labels = labels
-        self.no_gpu = no_gpu                  # why this worker has no GPU ('' when it has one)
-        self.kernel = SandboxedKernel(workdir / "scratch", workdir / "run", gpu, limits, sandbox)
-        self.module = inkernel.new_module_name()
-        self.restarts = 0
-        self.done_ok: list[int] = []          # indices of non-graded cells that completed (for replay)
-        self.hidden = hidden_lines(nb)
+class _Kernels:
+    """The two kernels of one notebook: the student's (runs the hand-in) and the judge (runs the
+    instructor's cells and the tests). Each remembers the cells it completed, to replay them after a restart."""
 
-    def _start(self) -> None:
+    def __init__(self, workdir: Path, gpu: str | None, limits: Limits, sandbox: bool) -> None:
+        self.student = SandboxedKernel(workdir / "scratch", workdir / "run", gpu, limits, sandbox)
+        self.judge = SandboxedKernel(workdir / "judge", workdir / "judge-run", gpu, limits, sandbox,
+                                     extra_env=JUDGE_KERNEL_ENV)
+        self.module = inkernel.new_module_name()
+        self.done: dict[str, list[int]] = {"student": [], "judge": []}
+
+    def kernel(self, side: str) -> SandboxedKernel:
+        return self.student if side == "student" else self.judge
+
+    def start(self, side: str, name: str) -> None:
+        kernel = self.kernel(side)
         try:
-            self.kernel.start()
+            kernel.start()
         except Exception as exc:  # noqa: BLE001 - any failure to start is the grader's
-            raise InfraError(f"{self.name}: {exc}") from exc
-        run = self.kernel.execute(inkernel.bootstrap_code(self.module), timeout_s=BOOTSTRAP_S)
+            raise InfraError(f"{name}: {exc}") from exc
+        code = inkernel.bootstrap_code(self.module) if side == "student" else JUDGE_BOOTSTRAP
+        run = kernel.execute(code, timeout_s=BOOTSTRAP_S)
         if run.status != "ok":
-            self.kernel.kill()
-            raise InfraError(f"{self.name}: the grader's bootstrap failed in the sandbox: {run.status} "
+            kernel.kill()
+            raise InfraError(f"{name}: the grader's bootstrap failed in the {side} kernel: {run.status} "
                              f"{run.ename} {run.evalue} {run.message}".strip())
 
-    def _revive(self, index: int) -> str:
-        """Restart the kernel and replay the cells before ``index`` that had completed; '' when it worked."""
+    def kill(self) -> None:
+        self.student.kill()
+        self.judge.kill()
+
+
+class _NotebookGrader:
+    def __init__(self, name: str, built: Assembled, source: nbformat.NotebookNode, workdir: Path, gpu: str | None, no_gpu: str, limits: Limits, sandbox: bool, deadline: float,
+                 events: list[str]) -> None:
+        self.name, self.nb, self.limits, self.deadline, self.events = name, built.notebook, limits, deadline, events
+        self.built = built
+        self.labels = built.labels
+        self.no_gpu = no_gpu                  # why this worker has no GPU ('' when it has one)
+        self.kernels = _Kernels(workdir, gpu, limits, sandbox)
+        self.restarts = 0
+        self.hidden = hidden_lines(built.notebook)
+        self.answer_names = {grade_id(c): defined_names(c.source) for c in source.cells
+                             if c.cell_type == "code" and is_answer(c)}
+        self.dsl_deps = dsl_dependencies(source)
+        self.bridge = AnswerBridge(self.kernels.student)
+        self.answers: list[str] = []          # names of the answer cells run so far, in order
+        self.described: dict[str, Any] = {}   # the student's kernel's last description of them
+        self.bound = True                     # whether the judge holds the student's current answers
+
+    # ------------------------------------------------------------ kernels
+    def _revive(self, side: str, index: int) -> str:
+        """Restart one kernel and replay the cells before ``index`` it had completed; '' when it worked."""
         if self.restarts >= self.limits.restarts:
             return f"the kernel was restarted {self.restarts} times already; the remaining cells did not run"
         self.restarts += 1
-        self._start()
-        for i in self.done_ok:
-            if i >= index:
-                break
+        self.kernels.start(side, self.name)
+        if side == "judge":
+            self.bound = False
+        replay = [i for i in self.kernels.done[side] if i < index]
+        for i in replay:
             cell = self.nb.cells[i]
+            if side == "judge":
+                self._bind()
             left = self.deadline - time.monotonic()
-            run = self.kernel.execute(cell.source, timeout_s=max(1.0, min(_cell_timeout(cell, self.limits), left)))
+            run = self.kernels.kernel(side).execute(cell.source, timeout_s=max(1.0, min(_cell_timeout(cell, self.limits), left)))
             if run.status not in ("ok", "error"):
                 return f"re-running the cells before this one failed ({run.message})"
-        self.events.append(f"{self.name}: the kernel was restarted and the {len([i for i in self.done_ok if i < index])} "
-                           "cells before the next one were run again")
+        self.events.append(f"{self.name}: the {side} kernel was restarted and the {len(replay)} cells before the "
+                           "next one were run again")
         return ""
+
+    def _bind(self) -> None:
+        """Give the judge the student's current answers (after the student's kernel ran anything)."""
+        if self.bound or not self.answers:
+            self.bound = True
+            return
+        description = describe(self.kernels.student, self.answers)
+        try:
+            parsed = json.loads(description)
+            self.described = parsed if isinstance(parsed, dict) else {}
+        except ValueError:
+            self.described = {}
+        self.kernels.judge.execute(bind_code(description), timeout_s=DESCRIBE_S)
+        self.bound = True
+
+    def _in_student(self, gid: str) -> bool:
+        """Whether test ``gid`` runs in the student's kernel: it needs a finished CuTe DSL answer."""
+        for name in self.dsl_deps.get(gid, ()):
+            info = self.described.get(name)
+            if isinstance(info, dict) and info.get("kind") == "dsl" and info.get("done") is True:
+                return True
+        return False
 
     def _probe(self) -> list[str] | None:
         nonce = secrets.token_hex(8)
-        expr = inkernel.probe_expression(self.module, nonce)
-        kc = self.kernel.kc
+        expr = inkernel.probe_expression(self.kernels.module, nonce)
+        kc = self.kernels.student.kc
         try:
             msg_id = kc.execute("", silent=True, store_history=False, user_expressions={"p": expr})
             end = time.monotonic() + 30
@@ -157,10 +213,57 @@ class _NotebookGrader:
             return None
         return None
 
+    # ------------------------------------------------------------ one cell
+    def _sides(self, index: int, cell: nbformat.NotebookNode) -> list[str]:
+        """Where a cell runs: answers and the student's own cells in the student's kernel, tests in the
+        judge (or the student's kernel for a finished DSL answer), the instructor's other cells in both."""
+        gid = grade_id(cell)
+        if is_answer(cell) or self.built.is_students(index):
+            return ["student"]
+        if is_graded(cell):
+            self._bind()
+            return ["student"] if self._in_student(gid) else ["judge"]
+        return ["student", "judge"]
+
+    def _execute(self, side: str, index: int, cell: nbformat.NotebookNode, label: str) -> CellRun:
+        kernel = self.kernels.kernel(side)
+        if not kernel.alive():
+            kernel.kill()
+            broken = self._revive(side, index)
+            if broken:
+                return CellRun("not_run", message=broken)
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return CellRun("not_run", message="not run: the submission used up its time limit of "
+                                              f"{self.limits.submission_s:g} s")
+        timeout = min(_cell_timeout(cell, self.limits), left)
+        if side == "judge":
+            self._bind()
+            self.bridge.deadline = time.monotonic() + timeout
+            run = kernel.execute(cell.source, timeout_s=timeout, on_input=self.bridge)
+        else:
+            run = kernel.execute(cell.source, timeout_s=timeout)
+            self.bound = False
+        if run.status == "timeout" and timeout < _cell_timeout(cell, self.limits):
+            run.message = f"the submission's time limit of {self.limits.submission_s:g} s ran out in this cell"
+        if not run.completed and run.status != "not_run":
+            self.events.append(f"{self.name}, {label}: {run.message}" + (" (in the judge)" if side == "judge" else ""))
+        run.ename, run.evalue = str(run.ename or ""), str(run.evalue or "")
+        if run.completed and not is_graded(cell):
+            self.kernels.done[side].append(index)
+        if leaves_gpu_unusable(run):
+            self.events.append(f"{self.name}, {label}: {run.ename} left the GPU context unusable; "
+                               f"the next cell runs in a fresh {side} kernel")
+            kernel.kill()
+            done = self.kernels.done[side]
+            if done and done[-1] == index:
+                done.pop()
+        return run
+
     def run(self) -> list[CellResult]:
         grades: list[CellResult] = []
-        self._start()
-        broken = ""
+        self.kernels.start("student", self.name)
+        self.kernels.start("judge", self.name)
         try:
             for index, cell in enumerate(self.nb.cells):
                 graded = is_graded(cell)
@@ -171,56 +274,41 @@ class _NotebookGrader:
                     if graded:
                         grades.append(CellResult(self.name, gid, points, None, "manual", "graded by hand"))
                     continue
-                run: CellRun
-                if not broken and not self.kernel.alive():
-                    self.kernel.kill()
-                    broken = self._revive(index)
-                left = self.deadline - time.monotonic()
-                if broken:
-                    run = CellRun("not_run", message=broken)
-                elif left <= 0:
-                    run = CellRun("not_run", message="not run: the submission used up its time limit of "
-                                                     f"{self.limits.submission_s:g} s")
-                else:
-                    timeout = min(_cell_timeout(cell, self.limits), left)
-                    run = self.kernel.execute(cell.source, timeout_s=timeout)
-                    if run.status == "timeout" and timeout < _cell_timeout(cell, self.limits):
-                        run.message = f"the submission's time limit of {self.limits.submission_s:g} s ran out in this cell"
-                    if not run.completed:
-                        self.events.append(f"{self.name}, {label}: {run.message}")
-                run.ename, run.evalue = str(run.ename or ""), str(run.evalue or "")
-                run.outputs, published = take_published(clean_outputs(run.outputs))
-                cell.outputs = run.outputs
-                if run.completed and not graded:
-                    self.done_ok.append(index)
-                if leaves_gpu_unusable(run):
-                    self.events.append(f"{self.name}, {label}: {run.ename} left the GPU context unusable; "
-                                       "the next cell runs in a fresh kernel")
-                    self.kernel.kill()
-                    if not graded and self.done_ok and self.done_ok[-1] == index:
-                        self.done_ok.pop()
+                sides = self._sides(index, cell)
+                runs = {side: self._execute(side, index, cell, label) for side in sides}
+                run = runs[sides[0]] if not graded else runs[sides[-1]]
+                shown, published = take_published(clean_outputs(run.outputs))
+                run.outputs = shown
+                cell.outputs = shown
+                if is_answer(cell):
+                    self.answers = list(dict.fromkeys(self.answers + self.answer_names.get(gid, [])))
+                    self.bound = False
                 if not graded:
                     continue
                 status, message = _verdict(run)
                 message = withhold(message, self.hidden)
                 score: float | None = 0.0
+                in_student = sides == ["student"]
                 if is_answer(cell):
                     status, message, score = "manual", "graded by hand", None
                 elif needs_gpu(cell) and self.no_gpu:
                     status, message = "needs_gpu", f"not graded: this test needs a GPU, and {self.no_gpu}"
-                elif status == "passed":
-                    problems = self._probe() if self.kernel.km is not None else None
+                elif status == "passed" and in_student:
+                    problems = self._probe() if self.kernels.student.km is not None else None
                     if problems is None or problems:
                         what = "; ".join(problems) if problems else "the grader's check-up got no genuine answer"
                         status, message = "tampered", f"the notebook interfered with grading ({what}); 0 points"
                         self.events.append(f"{self.name}, {label}: {message}")
                     else:
                         score = _partial_score(run, points)
+                elif status == "passed":
+                    score = _partial_score(run, points)
                 grades.append(CellResult(self.name, gid, points, score, status, message, round(run.seconds, 3),
                                          run.ename, withhold(run.evalue, self.hidden),
-                                         tuple(for_feedback(run.outputs, self.hidden)), tuple(published)))
+                                         tuple(for_feedback(run.outputs, self.hidden)), tuple(published),
+                                         judged=not in_student))
         finally:
-            self.kernel.kill()
+            self.kernels.kill()
         return grades
 
 
@@ -277,7 +365,7 @@ def grade_submission(job: GradeJob) -> SubmissionResult:
                             flags.append(f"{name}, {label}: {why}")
                 no_gpu = missing_gpu(job.gpu) if notebook_needs_gpu(source) else ""
                 workdir = root / f"nb{k}"
-                grader = _NotebookGrader(name, built.notebook, built.labels, workdir, job.gpu, no_gpu, limits,
+                grader = _NotebookGrader(name, built, source, workdir, job.gpu, no_gpu, limits,
                                          job.sandbox, deadline, events)
                 graded = grader.run()
             except InfraError:

@@ -1,0 +1,98 @@
+"""Which process runs each test cell: the judge, unless the test needs a CuTe DSL kernel of the student's.
+
+Why: test cells run in the judge (a kernel that holds no student Python; :mod:`gemmlab.judge.answers`).
+A CuTe DSL kernel is Python: only the student's process can build and launch it. So a test that
+depends on one runs in the student's kernel, as before, with the grader's tamper probe.
+
+Which tests depend on one is decided from the instructor's notebook alone, so no hand-in can move a
+test out of the judge: the answer cells of the instructor's solution that define ``@cute.kernel`` or
+``@cute.jit`` functions name the DSL answers, and every instructor cell that uses such a name (or a
+name defined from one, transitively, in cell order) depends on it. A hand-in can only move a test
+the other way, into the judge, by not having a finished DSL kernel (:func:`gemmlab.judge.answers.describe`).
+"""
+from __future__ import annotations
+
+import ast
+
+from .assemble import grade_id, is_answer, is_graded
+
+#: Decorator names that make a function a CuTe DSL kernel or JIT function.
+DSL_DECORATORS = ("kernel", "jit")
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _targets(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [name for elt in node.elts for name in _targets(elt)]
+    if isinstance(node, ast.Starred):
+        return _targets(node.value)
+    return []
+
+
+def defined_names(source: str, imports: bool = False) -> list[str]:
+    """Names a cell binds at its top level (functions, classes, assignments; imports only if asked)."""
+    tree = _parse(source)
+    names: list[str] = []
+    for node in tree.body if tree else []:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names += [n for t in node.targets for n in _targets(t)]
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.target is not None:
+            names += _targets(node.target)
+        elif imports and isinstance(node, (ast.Import, ast.ImportFrom)):
+            names += [(a.asname or a.name).split(".")[0] for a in node.names]
+    return list(dict.fromkeys(names))
+
+
+def _decorator_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def dsl_names(source: str) -> set[str]:
+    """Functions an answer cell defines with a CuTe DSL decorator (``@cute.kernel``, ``@cute.jit``)."""
+    tree = _parse(source)
+    return {node.name for node in (tree.body if tree else [])
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(_decorator_name(d) in DSL_DECORATORS for d in node.decorator_list)}
+
+
+def used_names(source: str) -> set[str]:
+    """Every name a cell reads, function bodies included."""
+    tree = _parse(source)
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} if tree else set()
+
+
+def dsl_dependencies(source_nb) -> dict[str, frozenset[str]]:
+    """For each test cell (by grade_id) of the instructor's notebook: the DSL answer names it depends on."""
+    roots: dict[str, set[str]] = {}          # name -> the DSL answer names its value was made from
+    out: dict[str, frozenset[str]] = {}
+    for cell in source_nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if is_answer(cell):
+            for name in dsl_names(cell.source):
+                roots[name] = {name}
+            continue
+        depends = set().union(*(roots.get(n, set()) for n in used_names(cell.source)))
+        if depends:
+            for name in defined_names(cell.source):
+                roots[name] = roots.get(name, set()) | depends
+        if is_graded(cell):
+            out[grade_id(cell)] = frozenset(depends)
+    return out
+
+
+__all__ = ["DSL_DECORATORS", "defined_names", "dsl_dependencies", "dsl_names", "used_names"]

@@ -1,0 +1,223 @@
+"""A student's answers as seen by the judge: values as plain data, functions as calls that return plain data.
+
+Why: when a notebook is graded, its test cells run in the judge, a kernel that runs the
+instructor's cells and never a line of the student's Python. Each name an answer cell defines is
+bound there by :func:`bind` from a description the student's kernel gave (:func:`describe`):
+
+- a value that is plain data (:mod:`.plain`) is rebuilt from that data;
+- a function becomes an :class:`Answer`; calling it sends the arguments (plain data) to the
+  student's kernel, which calls its own function (:func:`serve`) and sends back the result as
+  plain data, or the exception's type and message;
+- a CuTe DSL kernel becomes a :class:`DslAnswer`: its Python can only run in the student's
+  process, so the judge cannot build it (:class:`StudentProcessOnly`), and the grader runs the
+  tests that need it in the student's kernel instead;
+- anything else is an :class:`Opaque` that fails every use with what it was.
+
+The two kernels never talk directly. A call is a line on the judge's stdin channel
+(``input(REQUEST + json)``); the grader, which drives both kernels, answers it by running
+:func:`serve` in the student's kernel. Outside grading (``GEMMLAB_JUDGE`` unset) none of this is
+used: a notebook's tests call the student's objects directly, with the same messages.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable
+
+from . import plain
+from .errors import JudgeError
+
+#: Environment variable set in the judge's kernel.
+JUDGE_ENV = "GEMMLAB_JUDGE"
+#: Prefix of a call request on the judge's stdin channel; the grader answers lines that start with it.
+REQUEST = "\x1egemmlab-answer-call:"
+#: Longest answer reply the judge reads.
+MAX_REPLY_CHARS = plain.MAX_CHARS + 4096
+
+
+class AnswerError(JudgeError):
+    """The student's function raised, or its kernel did not answer; the message says which and how."""
+
+
+class StudentProcessOnly(JudgeError):
+    """A CuTe DSL kernel of the student's: it can only be built and run in the student's own process."""
+
+
+def in_judge() -> bool:
+    """Whether this process is the judge of a grading run."""
+    return os.environ.get(JUDGE_ENV) == "1"
+
+
+# ---------------------------------------------------------------- the student's side
+
+def _value_of(namespace: dict[str, Any], name: str) -> Any:
+    return namespace[name]
+
+
+def _is_dsl(value: Any) -> bool:
+    """A CuTe DSL ``@cute.kernel``/``@cute.jit`` function (a wrapper the DSL made) or a DSL object."""
+    module = getattr(type(value), "__module__", "") or ""
+    made_by = getattr(getattr(value, "__globals__", None), "get", lambda _: "")("__name__") or ""
+    return module.split(".")[0] == "cutlass" or str(made_by).split(".")[0] == "cutlass"
+
+
+def describe(namespace: dict[str, Any], names: list[str]) -> str:
+    """For each of ``names`` in the student's ``namespace``: how the judge should bind it (JSON)."""
+    out: dict[str, Any] = {}
+    for name in names:
+        if name not in namespace:
+            out[name] = {"kind": "missing"}
+            continue
+        value = _value_of(namespace, name)
+        if _is_dsl(value):
+            from ..nbhelpers import function_done
+
+            kind = str(getattr(value, "_decorator_kind", "") or type(value).__qualname__)
+            out[name] = {"kind": "dsl", "type": kind, "done": bool(function_done(value))}
+        elif callable(value) and not isinstance(value, type):
+            out[name] = {"kind": "function"}
+        else:
+            try:
+                out[name] = {"kind": "value", "data": plain.encode(value, name)}
+            except plain.NotPlainData as exc:
+                out[name] = {"kind": "opaque", "why": str(exc)}
+    return json.dumps(out)
+
+
+def serve(namespace: dict[str, Any], request: str) -> str:
+    """Run one call the judge asked for in the student's ``namespace``; the result or error as JSON."""
+    try:
+        call = json.loads(request)
+        name = call["name"]
+        args = plain.decode(call["args"])
+        kwargs = plain.decode(call["kwargs"])
+        fn = namespace[name]
+    except Exception as exc:  # noqa: BLE001 - a broken request is reported, never raised here
+        return json.dumps({"error": type(exc).__name__, "message": str(exc)[:2000]})
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - the student's exception is data for the judge
+        return json.dumps({"error": type(exc).__name__, "message": str(exc)[:4000]})
+    try:
+        return json.dumps({"result": plain.encode(result, f"the value {name}(...) returned")})
+    except plain.NotPlainData as exc:
+        return json.dumps({"error": "NotPlainData", "message": str(exc)})
+
+
+# ---------------------------------------------------------------- the judge's side
+
+def _ask(request: dict[str, Any]) -> str:
+    import builtins
+
+    return builtins.input(REQUEST + json.dumps(request, separators=(",", ":")))
+
+
+#: How the judge sends a request and waits for the reply (the stdin channel; tests may replace it).
+channel: Callable[[dict[str, Any]], str] = _ask
+
+
+class Answer:
+    """A function the student defined, called in the student's kernel with plain data."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def __name__(self) -> str:  # noqa: D401 - mirrors a function's name in messages
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<your function {self._name}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        where = f"the arguments of {self._name}"
+        request = {"name": self._name, "args": plain.encode(list(args), where),
+                   "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where)}
+        reply_text = channel(request)
+        if not isinstance(reply_text, str) or len(reply_text) > MAX_REPLY_CHARS:
+            raise AnswerError(f"{self._name}(...): your notebook's kernel sent no usable answer.")
+        try:
+            reply = json.loads(reply_text)
+        except ValueError:
+            raise AnswerError(f"{self._name}(...): your notebook's kernel did not answer ({reply_text[:200]}).") from None
+        if not isinstance(reply, dict):
+            raise AnswerError(f"{self._name}(...): your notebook's kernel sent no usable answer.")
+        if "error" in reply:
+            ename, message = str(reply.get("error"))[:100], str(reply.get("message", ""))[:4000]
+            if ename == "NotPlainData":
+                raise AnswerError(message + " Return plain values.")
+            raise AnswerError(f"{self._name}(...) raised {ename}: {message}")
+        return plain.decode(reply.get("result"))
+
+
+class DslAnswer:
+    """A CuTe DSL kernel or JIT function of the student's: only the student's process can build it."""
+
+    def __init__(self, name: str, kind: str, done: bool) -> None:
+        self._name, self._kind, self.done = name, kind, done
+
+    @property
+    def __name__(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<your CuTe DSL {self._kind} {self._name}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise StudentProcessOnly(f"{self._name} is a CuTe DSL {self._kind}; it is built in your notebook's process.")
+
+
+class Opaque:
+    """A name whose value is not plain data: every use fails with what it was."""
+
+    def __init__(self, name: str, why: str) -> None:
+        self._name, self._why = name, why
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise AnswerError(self._why)
+
+    __call__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __len__ = __iter__ = _fail
+    __getitem__ = __contains__ = __int__ = __float__ = __index__ = __hash__ = _fail
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise AnswerError(self._why)
+
+    def __repr__(self) -> str:
+        return f"<{self._name}: not plain data>"
+
+
+def bind(namespace: dict[str, Any], description: str) -> list[str]:
+    """Bind the names :func:`describe` described into the judge's ``namespace``; the names bound."""
+    try:
+        described = json.loads(description)
+    except ValueError:
+        raise AnswerError("the description of your answers is not JSON: the notebook's kernel was tampered with.") from None
+    if not isinstance(described, dict):
+        raise AnswerError("the description of your answers is malformed.")
+    bound = []
+    for name, info in described.items():
+        if not isinstance(name, str) or not name.isidentifier() or not isinstance(info, dict):
+            continue
+        kind = info.get("kind")
+        if kind == "missing":
+            namespace.pop(name, None)
+            continue
+        if kind == "value":
+            try:
+                namespace[name] = plain.decode(info.get("data"))
+            except plain.NotPlainData as exc:
+                namespace[name] = Opaque(name, f"{name}: {exc}")
+        elif kind == "function":
+            namespace[name] = Answer(name)
+        elif kind == "dsl":
+            namespace[name] = DslAnswer(name, str(info.get("type", "kernel"))[:60], info.get("done") is True)
+        else:
+            namespace[name] = Opaque(name, str(info.get("why", f"{name} is not plain data"))[:2000])
+        bound.append(name)
+    return bound
+
+
+__all__ = ["Answer", "AnswerError", "DslAnswer", "JUDGE_ENV", "Opaque", "REQUEST", "StudentProcessOnly",
+           "bind", "channel", "describe", "in_judge", "serve"]

@@ -1,0 +1,85 @@
+"""Answers out, verdicts in, through the real grader: test cells run in the judge, not in the hand-in's kernel.
+
+Hand-ins are built from the course's own notebook 00 (its solutions' answers, then a cheat appended to
+an answer cell), so they follow the course as it changes. Each cheat used to earn points when the
+tests ran in the student's kernel (docs/THREAT_MODEL.md); now each answer reaches the tests as plain
+data, so a cheat changes nothing and a wrong answer scores 0. Needs bubblewrap, like test_grading.py.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support import ROOT
+
+pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
+from autograder.harness.runner import grade_submission  # noqa: E402
+from autograder.records import GradeJob, NotebookParts  # noqa: E402
+from tests.autograder.test_grading import needs_bwrap  # noqa: E402
+
+NOTEBOOK = "00_gpu_and_roofline"
+FILE = f"{NOTEBOOK}.ipynb"
+
+#: Appended to every answer cell: each redefines the answer wrongly and cheats one way.
+CHEATS = {
+    "always-equal": "class _Eq(float):\n    def __eq__(self, other): return True\n    __hash__ = float.__hash__\n"
+                    "def {fn}(*a, **k): return _Eq(1.0)\n",
+    "patched comparison": "import math\nmath.isclose = lambda *a, **k: True\ndef {fn}(*a, **k): return 1.0\n",
+    "patched builtin": "import builtins\nbuiltins.round = lambda *a, **k: 0\n"
+                       "_real_len = len\ndef {fn}(*a, **k): return 1.0\n",
+    "trace hook": "import sys\ndef _tracer(frame, event, arg):\n    frame.f_locals.get('got')\n    return _tracer\n"
+                  "sys.settrace(_tracer)\ndef {fn}(*a, **k): return 1.0\n",
+    "startup file": "import os, pathlib\n_d = pathlib.Path(os.environ.get('IPYTHONDIR', pathlib.Path.home() / '.ipython'))"
+                    " / 'profile_default' / 'startup'\n_d.mkdir(parents=True, exist_ok=True)\n"
+                    "(_d / '00.py').write_text('import math\\nmath.isclose = lambda *a, **k: True\\n')\n"
+                    "def {fn}(*a, **k): return 1.0\n",
+    "dropped error replies": "_ip = get_ipython()\n_send = _ip.kernel.session.send\n"
+                             "def _quiet(stream, msg, *a, **k):\n"
+                             "    if isinstance(msg, dict) and msg.get('content', {}).get('status') == 'error': return None\n"
+                             "    return _send(stream, msg, *a, **k)\n"
+                             "_ip.kernel.session.send = _quiet\ndef {fn}(*a, **k): return 1.0\n",
+    "forged description": "import gemmlab.judge.answers as _a\n"
+                          "_a.describe = lambda ns, names: __import__('json').dumps("
+                          "{n: {'kind': 'value', 'data': '63.0'} for n in names})\n"
+                          "def {fn}(*a, **k): return 1.0\n",
+    "dsl disguise": "import gemmlab.judge.answers as _a\n"
+                    "_a.describe = lambda ns, names: __import__('json').dumps("
+                    "{n: {'kind': 'dsl', 'done': True} for n in names})\n"
+                    "def {fn}(*a, **k): return 1.0\n",
+}
+
+
+def _notebooks() -> tuple[dict, dict, dict[str, str]]:
+    source = json.loads((ROOT / "solutions" / NOTEBOOK / FILE).read_text())
+    release = json.loads((ROOT / "course" / NOTEBOOK / FILE).read_text())
+    answers = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in source["cells"]
+               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    return source, release, answers
+
+
+def _hand_in(release: dict, answers: dict[str, str], cheats: list[str]) -> dict:
+    """The solutions' answers, each answer cell followed by one of ``cheats`` (in turn) that redefines it wrongly."""
+    nb = json.loads(json.dumps(release))
+    k = 0
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            first = answers[gid].split("def ", 1)[1].split("(", 1)[0]
+            cell["source"] = answers[gid] + "\n" + CHEATS[cheats[k % len(cheats)]].replace("{fn}", first)
+            k += 1
+    return nb
+
+
+#: The cheats in groups of three, one per answer cell of notebook 00 (three hand-ins instead of eight).
+GROUPS = [sorted(CHEATS)[i:i + 3] for i in range(0, len(CHEATS), 3)]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("cheats", GROUPS, ids=["+".join(g).replace(" ", "_") for g in GROUPS])
+def test_a_cheat_in_an_answer_cell_changes_no_verdict(cheats: list[str]) -> None:
+    source, release, answers = _notebooks()
+    job = GradeJob("cheat", NOTEBOOK, "t", {FILE: NotebookParts(source, release, _hand_in(release, answers, cheats))})
+    result = grade_submission(job)
+    assert result.max_score > 0 and result.score == 0, [(c.grade_id, c.status, c.message) for c in result.cells]
+    assert all(c.judged for c in result.cells), "every test of notebook 00 runs in the judge"

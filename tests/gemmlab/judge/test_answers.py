@@ -1,0 +1,139 @@
+"""Answers out, verdicts in: what crosses from a student's kernel to the judge is plain data, rebuilt there.
+
+The student's side (``describe``, ``serve``) runs on a namespace the test fills like an answer cell
+would; the judge's side (``bind``, ``Answer``) talks to it through ``answers.channel``, as the grader's
+stdin bridge would. Every hostile value below must reach the judge as a refusal, never as an object
+the student made.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import gemmlab.layout as L
+from gemmlab.judge import answers, plain
+
+
+class AlwaysEqual(float):
+    def __eq__(self, other):  # noqa: D105 - the cheat under test
+        return True
+
+    __hash__ = float.__hash__
+
+
+@pytest.fixture
+def linked(monkeypatch):
+    """A student namespace and a judge namespace joined as the grader joins them."""
+    student: dict = {}
+    judge: dict = {}
+    monkeypatch.setattr(answers, "channel", lambda request: answers.serve(student, json.dumps(request)))
+
+    def bind(*names: str) -> None:
+        answers.bind(judge, answers.describe(student, list(names)))
+
+    return student, judge, bind
+
+
+@pytest.mark.parametrize("value", [0, -3, 2**80, 1.5, math.inf, "text", None, True, (1, (2, 3)), [1, [2]],
+                                   {"a": (1, 2), 3: None}])
+def test_plain_values_cross_unchanged(value) -> None:
+    assert plain.decode(plain.encode(value)) == value
+    assert type(plain.decode(plain.encode(value))) is type(value)
+
+
+def test_nan_arrays_tensors_and_layouts_are_rebuilt_from_the_judges_own_types() -> None:
+    assert math.isnan(plain.decode(plain.encode(float("nan"))))
+    arr = np.arange(12, dtype=np.int32).reshape(3, 4)
+    back = plain.decode(plain.encode(arr))
+    assert type(back) is np.ndarray and np.array_equal(back, arr) and back.dtype == arr.dtype
+    for t in (torch.randn(4, 3).half(), torch.randn(2, 5).bfloat16()):
+        got = plain.decode(plain.encode(t))
+        assert type(got) is torch.Tensor and got.dtype == t.dtype and torch.equal(got, t)
+    layout = L.Layout(((2, 4), 8), ((1, 16), 2))
+    got = plain.decode(plain.encode(layout))
+    assert type(got) is L.Layout and got.shape == layout.shape and got.stride == layout.stride
+    swz = L.make_composed_layout(L.Swizzle(3, 3, 3), 0, L.Layout((8, 64), (64, 1)))
+    got = plain.decode(plain.encode(swz))
+    assert type(got) is L.ComposedLayout and [got(i) for i in range(512)] == [swz(i) for i in range(512)]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: AlwaysEqual(1.0),
+    lambda: type("Tup", (tuple,), {"__eq__": lambda s, o: True})((1, 2)),
+    lambda: type("Anything", (), {"__eq__": lambda s, o: True})(),
+    lambda: np.array([object()]),
+    lambda: (1, [2, {3: lambda: 0}]),
+])
+def test_objects_a_student_made_are_not_plain_data(make) -> None:
+    with pytest.raises(plain.NotPlainData, match="not plain data|dtype"):
+        plain.encode(make(), "the answer")
+
+
+@pytest.mark.parametrize("text", [
+    '{"t": "tuple", "v": 3}', '{"t": "eval", "v": "__import__(\'os\')"}', '{"t": "array", "dtype": "object", "shape": [1], "b64": ""}',
+    '{"t": "array", "dtype": "int32", "shape": [4], "b64": "AAAA"}', "[" * 100 + "]" * 100,
+    '{"t": "layout", "shape": "x", "stride": 1}', "not json",
+])
+def test_the_judge_refuses_malformed_or_hostile_data(text: str) -> None:
+    with pytest.raises(plain.NotPlainData):
+        plain.decode(text)
+
+
+def test_functions_are_called_in_the_students_namespace_and_return_plain_data(linked) -> None:
+    student, judge, bind = linked
+    student["crd2idx"] = lambda coord, shape, stride: sum(c * s for c, s in zip(coord, stride))
+    student["SMEM_INDEX"] = "(r)*32 + (c)"
+    bind("crd2idx", "SMEM_INDEX")
+    assert judge["SMEM_INDEX"] == "(r)*32 + (c)"
+    assert judge["crd2idx"]((2, 3), (4, 8), (8, 1)) == 19
+    student["crd2idx"] = lambda *a: 7          # redefined later: the judge calls what the student has now
+    assert judge["crd2idx"]((2, 3), (4, 8), (8, 1)) == 7
+
+
+def test_cheats_reach_the_judge_as_failures(linked) -> None:
+    student, judge, bind = linked
+    student["always"] = lambda *a, **k: AlwaysEqual(0.0)
+    student["raises"] = lambda *a: (_ for _ in ()).throw(NotImplementedError("still the placeholder"))
+    student["ANSWER"] = AlwaysEqual(3.0)
+    student["GPU_STUFF"] = object()
+    bind("always", "raises", "ANSWER", "GPU_STUFF", "missing")
+    with pytest.raises(answers.AnswerError, match="not plain data"):
+        judge["always"](1, 2)
+    with pytest.raises(answers.AnswerError, match="raised NotImplementedError: still the placeholder"):
+        judge["raises"]()
+    for name in ("ANSWER", "GPU_STUFF"):
+        with pytest.raises(answers.AnswerError, match="not plain data"):
+            judge[name] == 3.0          # noqa: B015 - comparing is the use under test
+        with pytest.raises(answers.AnswerError):
+            bool(judge[name])
+    assert "missing" not in judge
+
+
+def test_a_forged_description_binds_nothing_a_student_made() -> None:
+    judge: dict = {}
+    forged = json.dumps({"x": {"kind": "value", "data": '{"t": "eval", "v": "1"}'},
+                         "f": {"kind": "function"}, "__class__": {"kind": "value", "data": "1"},
+                         "not an identifier": {"kind": "value", "data": "1"}, "g": {"kind": "dsl", "done": "yes"}})
+    bound = answers.bind(judge, forged)
+    assert isinstance(judge["x"], answers.Opaque) and isinstance(judge["f"], answers.Answer)
+    assert "not an identifier" not in judge
+    assert isinstance(judge["g"], answers.DslAnswer) and judge["g"].done is False
+    assert set(bound) == {"x", "f", "__class__", "g"}
+    with pytest.raises(answers.AnswerError):
+        answers.bind(judge, "[1, 2]")
+
+
+def test_a_dsl_answer_is_built_only_in_the_students_process() -> None:
+    from gemmlab import dsl
+
+    fn = answers.DslAnswer("gemm_jit", "JitFunction", done=True)
+    with pytest.raises(answers.StudentProcessOnly, match="your notebook's process"):
+        dsl.compile(fn)
+    from gemmlab import nbhelpers
+
+    assert nbhelpers.function_done(fn) is True
+    assert nbhelpers.function_done(answers.DslAnswer("k", "kernel", done=False)) is False
