@@ -213,7 +213,7 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
     for "nn". Run :func:`gemmlab.check_gemm` first: a fast wrong kernel is not fast.
 
     The kernel and cuBLAS are timed in ``rounds`` alternating rounds, each of ``rep`` calls of
-    each (default: ``rep_ms`` of calls spread over the rounds, at least 3 a round).
+    each (default: as many as fit in ``rep_ms`` spread over the rounds, at least one a round).
 
     ``verify`` (default: on in the course's grader, ``GEMMLAB_GRADING=1``) defeats the known
     benchmark cheats: one input element changes before every timed call (so results cannot be

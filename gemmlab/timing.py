@@ -143,8 +143,8 @@ def prepare_timer(fn: Callable[[], Any], warmup_ms: float = 25.0, flush_l2: bool
 
 
 def round_reps(estimate_ms: float, rounds: int, rep: int | None = None, rep_ms: float = 100.0) -> int:
-    """Timed calls of one function in each round: ``rep`` if given, else ``rep_ms`` spread over
-    the rounds, at least :data:`MIN_ROUND_REPS` and at most 1000 calls in all."""
+    """Timed calls of one function in each round: ``rep`` if given, else as many as fit in ``rep_ms``
+    spread over the rounds, at least :data:`MIN_ROUND_REPS` a round and at most 1000 calls in all."""
     if rep is not None:
         return max(1, int(rep))
     rounds = max(1, int(rounds))
@@ -168,8 +168,9 @@ def interleaved_rounds(runs: Sequence[Callable[[int], list[float]]], reps: Seque
 #: Timed repetitions queued behind one GPU sleep, and the longest such sleep (ms).
 BATCH = 16
 MAX_GATE_MS = 200.0
-#: The fewest timed calls of each function in one round of :func:`interleaved_rounds`.
-MIN_ROUND_REPS = 3
+#: The fewest timed calls of each function in one round of :func:`interleaved_rounds`: one, so a slow
+#: kernel (a naive one takes up to a second at 4096³) is called about as often as before rounds existed.
+MIN_ROUND_REPS = 1
 
 
 _sleep_cycles: dict[int, float] = {}
