@@ -5,8 +5,10 @@ Prints three tables (run on a GPU machine with bubblewrap on PATH):
 1. one complete submission (every assignment, the solutions handed in) graded on one GPU;
 2. throughput: N complete submissions on 1 GPU, then on 2 GPUs (one worker each), and the speed-up;
 3. 50 submissions, one in five hostile (hangs, os._exit, endless output, edited tests, torch.matmul
-   instead of the kernel): every grade recorded, and each equal to a clean re-grade of the same
-   hand-in (graded again from scratch).
+   instead of the kernel, a malformed cell, and the cheats that used to work in the student's kernel:
+   an always-equal answer, a redefined helper, patched builtins and comparisons, a trace hook, an
+   IPython startup file, dropped error replies): every grade recorded, each honest hand-in's grade
+   equal to a clean re-grade of it alone, and no hostile one above it.
 
     python benchmarks/grading.py                          # all three
     python benchmarks/grading.py --only one --assignments 00_gpu_and_roofline
@@ -45,6 +47,30 @@ def _course(assignments: list[str]) -> Course:
     return c
 
 
+#: Appended to the first answer cell of a hostile hand-in, by kind.
+HOSTILE_LINES = {
+    "loop": "while True:\n    pass\n",
+    "exit": "import os\nos._exit(1)\n",
+    "print_forever": "while True:\n    print('x' * 10000)\n",
+    "matmul": "import torch\n_mm = torch.matmul\n",
+    "always_equal": "class _Eq:\n    def __eq__(self, other): return True\n    def __hash__(self): return 0\n"
+                    "for _n, _v in list(globals().items()):\n"
+                    "    if callable(_v) and getattr(_v, '__module__', '') == '__main__' and not _n.startswith('_'):\n"
+                    "        globals()[_n] = lambda *a, **k: _Eq()\n",
+    "helpers_redefined": "import builtins, math, random, sys\nmath.isclose = lambda *a, **k: True\n"
+                         "builtins.sorted = lambda x, *a, **k: list(x)\nrandom.choice = lambda seq: seq[0]\n"
+                         "sys.settrace(lambda *a: None)\n",
+    "startup_and_replies": "import os, pathlib\n_d = pathlib.Path(os.environ.get('IPYTHONDIR', pathlib.Path.home() / "
+                           "'.ipython')) / 'profile_default' / 'startup'\n_d.mkdir(parents=True, exist_ok=True)\n"
+                           "(_d / '00.py').write_text('import math\\nmath.isclose = lambda *a, **k: True\\n')\n"
+                           "_ip = get_ipython()\n_send = _ip.kernel.session.send\n"
+                           "_ip.kernel.session.send = lambda s, m, *a, **k: None if isinstance(m, dict) and "
+                           "m.get('content', {}).get('status') == 'error' else _send(s, m, *a, **k)\n",
+}
+#: Hostile kinds that change the notebook itself rather than an answer.
+SHAPE_KINDS = ("edit_tests", "number_source")
+
+
 def _hostile(nb: dict, kind: str) -> dict:
     """A hostile variant of a solutions notebook (first answer cell or the test cells changed)."""
     nb = copy.deepcopy(nb)
@@ -56,12 +82,11 @@ def _hostile(nb: dict, kind: str) -> dict:
     if kind == "edit_tests":
         for c in tests:
             c["source"] = "pass"
+    elif kind == "number_source":
+        cells.insert(0, {"cell_type": "code", "source": 5, "metadata": {}, "outputs": []})
     elif answers:
         first = answers[0]
-        prefix = {"loop": "while True:\n    pass\n", "exit": "import os\nos._exit(1)\n",
-                  "print_forever": "while True:\n    print('x' * 10000)\n",
-                  "matmul": "import torch\n_mm = torch.matmul\n"}[kind]
-        first["source"] = prefix + src(first)
+        first["source"] = src(first) + "\n" + HOSTILE_LINES[kind]
     return nb
 
 
@@ -79,7 +104,7 @@ def _handed_in(c: Course, a: str, name: str) -> dict:
 
 def _jobs(c: Course, assignments: list[str], students: list[str], limits: Limits, sandbox: bool,
           hostile_every: int = 0) -> list[GradeJob]:
-    kinds = ["loop", "exit", "print_forever", "edit_tests", "matmul"]
+    kinds = [*HOSTILE_LINES, *SHAPE_KINDS]
     jobs = []
     for i, s in enumerate(students):
         for a in assignments:
@@ -154,14 +179,20 @@ def bench_hostile(args, limits) -> None:
     took, first = _grade(c, jobs, args.gpus)
     scores = {a: gradebook_scores(c.db_url, a) for a in args.assignments}
     missing = [(s, a) for s in students for a in args.assignments if s not in scores[a]]
-    _, again = _grade(c, jobs, args.gpus)   # the same hand-ins, graded from scratch
-    differ = [(k, first[k].score, again[k].score) for k in first if k in again
+    honest = [j for j in jobs if int(j.student[1:]) % 5 != 4]
+    _, again = _grade(c, honest, args.gpus)   # the honest hand-ins alone, graded from scratch
+    differ = [(k, first[k].score, again[k].score) for k in again if k in first
               and first[k].score != again[k].score]
+    best_honest = {a: min(again[k].score for k in again if k[1] == a) for a in args.assignments
+                   if any(k[1] == a for k in again)}
+    above = [(k, first[k].score) for k in first if int(k[0][1:]) % 5 == 4 and k[1] in best_honest
+             and first[k].score > best_honest[k[1]]]
     print(f"{len(students)} submissions ({len(students) // 5} hostile) × {len(args.assignments)} assignments in "
           f"{took:.1f} s with {len(args.gpus)} worker(s) ({_where()})")
     print(f"grades recorded: {sum(len(v) for v in scores.values())} of {len(students) * len(args.assignments)}; "
           f"missing: {missing or 'none'}")
-    print(f"differ from a clean re-grade: {differ or 'none'}")
+    print(f"honest grades that differ from a clean re-grade of the honest hand-ins alone: {differ or 'none'}")
+    print(f"hostile hand-ins graded above the honest ones: {above or 'none'}")
     hostile = [k for k in first if int(k[0][1:]) % 5 == 4]
     rows = [[s, a, f"{first[(s, a)].score:g}/{first[(s, a)].max_score:g}",
              "; ".join(first[(s, a)].events)[:90]] for s, a in sorted(hostile)[:20]]

@@ -4,11 +4,14 @@ Why: test cells run in the judge (a kernel that holds no student Python; :mod:`g
 A CuTe DSL kernel is Python: only the student's process can build and launch it. So a test that
 depends on one runs in the student's kernel, as before, with the grader's tamper probe.
 
-Which tests depend on one is decided from the instructor's notebook alone, so no hand-in can move a
-test out of the judge: the answer cells of the instructor's solution that define ``@cute.kernel`` or
-``@cute.jit`` functions name the DSL answers, and every instructor cell that uses such a name (or a
-name defined from one, transitively, in cell order) depends on it. A hand-in can only move a test
-the other way, into the judge, by not having a finished DSL kernel (:func:`gemmlab.judge.answers.describe`).
+Which tests may depend on one is decided from the instructor's notebook alone, so no hand-in can move
+any other test out of the judge: an answer cell of the instructor's solution that defines a
+``@cute.kernel`` or ``@cute.jit`` function is a DSL answer cell, every name it defines (kernels, and
+the Python functions that launch them, as in the capstone) is a DSL answer, and every instructor
+cell that uses such a name (or a name defined from one, transitively, in cell order) depends on it.
+Such a test runs in the student's kernel when the student's kernel describes one of those names as a
+finished DSL kernel or a Python function (:func:`gemmlab.judge.answers.describe`); otherwise, a
+placeholder or a C++-only hand-in, it runs in the judge.
 """
 from __future__ import annotations
 
@@ -83,8 +86,9 @@ def dsl_dependencies(source_nb) -> dict[str, frozenset[str]]:
         if cell.cell_type != "code":
             continue
         if is_answer(cell):
-            for name in dsl_names(cell.source):
-                roots[name] = {name}
+            if dsl_names(cell.source):      # a DSL answer cell: its kernels and the Python that launches them
+                for name in defined_names(cell.source):
+                    roots[name] = {name}
             continue
         depends = set().union(*(roots.get(n, set()) for n in used_names(cell.source)))
         if depends:

@@ -190,10 +190,13 @@ class _NotebookGrader:
         self.bound = True
 
     def _in_student(self, gid: str) -> bool:
-        """Whether test ``gid`` runs in the student's kernel: it needs a finished CuTe DSL answer."""
+        """Whether test ``gid`` runs in the student's kernel: it needs a finished CuTe DSL kernel, or
+        Python of the student's that launches one (see :mod:`.routing`)."""
         for name in self.dsl_deps.get(gid, ()):
             info = self.described.get(name)
-            if isinstance(info, dict) and info.get("kind") == "dsl" and info.get("done") is True:
+            if not isinstance(info, dict):
+                continue
+            if info.get("kind") == "function" or (info.get("kind") == "dsl" and info.get("done") is True):
                 return True
         return False
 
