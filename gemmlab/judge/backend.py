@@ -58,7 +58,7 @@ def judge(request: JudgeRequest, backend: Backend) -> JudgeReport:
     try:
         device = backend.device()
         params = backend.prepare(request)
-        binding.check_parameters(params, request.spec.convention, request.spec.name)
+        binding.check_launches(params, request.spec.convention, request.spec.name, request.spec.launches)
         if request.action == "check":
             result = backend.check(request)
             return JudgeReport("passed" if result.passed else "failed", "check", check=result.to_dict(), device=device)
@@ -112,15 +112,19 @@ class GpuBackend:
         from ..check import check_gemm
 
         dtype, out_dtype = self._dtypes(request)
-        return check_gemm(self._launcher, request.spec.convention, dtype, out_dtype, shapes_of(request),
-                          timeout_s=request.limits.kernel_s, forbid_library=True)
+        alpha = 1.0 if request.alpha is None else request.alpha
+        return check_gemm(self._launcher, request.spec.convention, dtype, out_dtype, shapes_of(request), alpha,
+                          request.beta, request.tile or (128, 128), timeout_s=request.limits.kernel_s,
+                          forbid_library=True)
 
     def bench(self, request: JudgeRequest) -> BenchResult:
         from ..bench import bench_gemm
 
         dtype, out_dtype = self._dtypes(request)
-        return bench_gemm(self._launcher, request.shape, request.spec.convention, dtype, out_dtype,
-                          label=request.spec.name, timeout_s=request.limits.kernel_s, verify=True)
+        alpha = 1.0 if request.alpha is None else request.alpha
+        beta = 0.0 if request.beta is None else request.beta
+        return bench_gemm(self._launcher, request.shape, request.spec.convention, dtype, out_dtype, alpha=alpha,
+                          beta=beta, label=request.spec.name, timeout_s=request.limits.kernel_s, verify=True)
 
 
 # --------------------------------------------------------------------------- the fake one for CPU tests
@@ -179,7 +183,8 @@ class FakeBackend:
             else:
                 rows.append(Row(shape, True, 1e-4, (0, 0, 1.0, 1.0), 0, True, True, "ok"))
         out = request.out_dtype or request.dtype
-        return CheckResult(rows, request.spec.convention, request.dtype, out, (128, 128), secrets.randbits(62),
+        return CheckResult(rows, request.spec.convention, request.dtype, out, request.tile or (128, 128),
+                           secrets.randbits(62),
                            self.DEVICE)
 
     def bench(self, request: JudgeRequest) -> BenchResult:

@@ -2,8 +2,8 @@
 
 Why: ``check_gemm`` and ``bench_gemm`` take a Python function. In a notebook that function is
 the student's launcher; in the judge it is this one, built from the kernel spec (geometry as
-expressions) and the kernel's parameter names (binding), on the public runtime (load, pack,
-launch). So every launch of a judged kernel is one the judge made: a launcher that calls a
+expressions, or the launches recorded per size) and the kernel's parameter names or recorded
+roles (binding), on the public runtime (load, pack, launch). So every launch of a judged kernel is one the judge made: a launcher that calls a
 library, leaves work on another stream or returns before its kernel finishes (late work) cannot
 be written here by construction. Needs a GPU and torch.
 """
@@ -26,7 +26,7 @@ class TrustedLauncher:
     """
 
     def __init__(self, compiled: Compiled, spec: KernelSpec) -> None:
-        binding.check_parameters(compiled.params, spec.convention, compiled.name)
+        binding.check_launches(compiled.params, spec.convention, compiled.name, spec.launches)
         self.compiled = compiled
         self.spec = spec
         self._loaded: dict[int, LoadedFunction] = {}
@@ -44,7 +44,10 @@ class TrustedLauncher:
         grid, block, smem = self.spec.geometry(M, N, K)
         operands = binding.Operands(A, B, out, M, N, K, float(alpha), float(beta))
         device = torch_device()
-        args = binding.arguments(self.compiled.params, self.spec.convention, operands, self.compiled.name)
+        if self.spec.launches:  # recorded from a launcher: its arguments by position, as recorded for this size
+            args = binding.positional_arguments(self.spec.launch_for(M, N, K).args, operands)
+        else:
+            args = binding.arguments(self.compiled.params, self.spec.convention, operands, self.compiled.name)
         packed = bind_arguments(self.compiled.params, args, device=device, name=self.compiled.name)
         launch(self._function(device.index), packed, grid, block, smem, None, name=self.compiled.name)
 

@@ -8,6 +8,7 @@ oversized or asks for limits beyond the judge's ceilings is refused with the rea
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,9 @@ OUT_DTYPES = ("float16", "bfloat16", "float32")
 #: Ceilings on the limits a request may ask for, in seconds.
 MAX_COMPILE_S = 300.0
 MAX_KERNEL_S = 60.0
+#: Largest magnitude of a request's alpha and beta, and largest side of its heatmap tile.
+MAX_SCALAR = 1e6
+MAX_TILE = 4096
 
 #: Every verdict a report can carry.
 VERDICTS = (
@@ -87,9 +91,32 @@ class JudgeLimits:
         return cls(**data)
 
 
+def _scalar(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or abs(value) > MAX_SCALAR:
+        raise JudgeError(f"{what} must be a finite number within ±{MAX_SCALAR:g} (or null), not {value!r:.30}.")
+    return float(value)
+
+
+def _tile(value: Any) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(
+            type(v) is int and 1 <= v <= MAX_TILE for v in value):
+        raise JudgeError(f"tile is [rows, columns] of the failure heatmap, each 1 to {MAX_TILE}, not {value!r:.40}.")
+    return value[0], value[1]
+
+
 @dataclass(frozen=True)
 class JudgeRequest:
-    """One judgement: check ``spec``'s kernel on ``shapes`` (a list or a suite name), or time it on ``shape``."""
+    """One judgement: check ``spec``'s kernel on ``shapes`` (a list or a suite name), or time it on ``shape``.
+
+    ``alpha``/``beta`` (None: ``check_gemm``'s and ``bench_gemm``'s defaults) and ``tile`` (the
+    heatmap's tile; None: ``check_gemm``'s) are passed on. A spec with recorded launches must
+    have one for every shape the request runs.
+    """
 
     spec: KernelSpec
     action: str = "check"
@@ -98,6 +125,9 @@ class JudgeRequest:
     shapes: tuple[tuple[int, int, int], ...] | str = "default"
     shape: tuple[int, int, int] = (4096, 4096, 4096)
     limits: JudgeLimits = field(default_factory=JudgeLimits)
+    alpha: float | None = None
+    beta: float | None = None
+    tile: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, KernelSpec):
@@ -119,11 +149,28 @@ class JudgeRequest:
         object.__setattr__(self, "shape", checked_shape(self.shape))
         if not isinstance(self.limits, JudgeLimits):
             raise JudgeError("a request's limits are a JudgeLimits.")
+        object.__setattr__(self, "alpha", _scalar(self.alpha, "alpha"))
+        object.__setattr__(self, "beta", _scalar(self.beta, "beta"))
+        object.__setattr__(self, "tile", _tile(self.tile))
+        if self.spec.launches:
+            for shape in self.run_shapes():
+                self.spec.launch_for(*shape)
+
+    def run_shapes(self) -> list[tuple[int, int, int]]:
+        """The shapes this request runs: the check's list (or its suite's), or the timing's one shape."""
+        if self.action == "bench":
+            return [self.shape]
+        return list(_CHECK_SUITES[self.shapes]) if isinstance(self.shapes, str) else list(self.shapes)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec.to_dict(), "action": self.action, "dtype": self.dtype, "out_dtype": self.out_dtype,
+        """JSON-safe; alpha, beta and tile appear only when set, so older judges read the rest unchanged."""
+        data = {"spec": self.spec.to_dict(), "action": self.action, "dtype": self.dtype, "out_dtype": self.out_dtype,
                 "shapes": self.shapes if isinstance(self.shapes, str) else [list(s) for s in self.shapes],
                 "shape": list(self.shape), "limits": self.limits.to_dict()}
+        for name in ("alpha", "beta", "tile"):
+            if getattr(self, name) is not None:
+                data[name] = list(self.tile) if name == "tile" else getattr(self, name)
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
@@ -133,7 +180,7 @@ class JudgeRequest:
         """The request :meth:`to_dict` wrote; any other value is a JudgeError saying what is wrong."""
         if not isinstance(data, dict):
             raise JudgeError(f"a judge request is a JSON object, not {type(data).__name__}.")
-        fields = ("spec", "action", "dtype", "out_dtype", "shapes", "shape", "limits")
+        fields = ("spec", "action", "dtype", "out_dtype", "shapes", "shape", "limits", "alpha", "beta", "tile")
         unknown = sorted(str(k) for k in set(data) - set(fields))
         if unknown:
             raise JudgeError(f"unknown request field(s) {', '.join(unknown)[:120]}; known: {', '.join(fields)}."
@@ -213,6 +260,7 @@ class JudgeReport:
 
 __all__ = [
     "ACTIONS", "DTYPES", "JUDGE_VERSION", "JudgeLimits", "JudgeReport", "JudgeRequest", "MAX_COMPILE_S",
-    "MAX_DIMENSION", "MAX_ELEMENTS", "MAX_KERNEL_S", "MAX_REPORT_BYTES", "MAX_REQUEST_BYTES", "MAX_SHAPES",
+    "MAX_DIMENSION", "MAX_ELEMENTS", "MAX_KERNEL_S", "MAX_REPORT_BYTES", "MAX_REQUEST_BYTES", "MAX_SCALAR", "MAX_SHAPES",
+    "MAX_TILE",
     "OUT_DTYPES", "SUITES", "VERDICTS", "checked_shape",
 ]

@@ -6,6 +6,10 @@ described instead: the kernel's source and name, the GEMM convention, and the gr
 dynamic shared memory as small expressions over M, N, K and named integer constants
 (:mod:`gemmlab.judge.expressions`). The kernel's arguments are bound by parameter name
 (:mod:`gemmlab.judge.binding`).
+
+Or, for a launcher recorded without a GPU (:mod:`gemmlab.remote`), as a table of
+:class:`RecordedLaunch`: per problem size, the concrete grid, block, shared memory and the
+arguments by position (operand roles and numbers). The judge then launches exactly that.
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import expressions
+from . import binding, expressions
 from .errors import JudgeError
 
 #: Longest kernel source accepted (characters).
@@ -22,6 +26,11 @@ MAX_SOURCE_CHARS = 200_000
 #: Most named constants, and most compile options, a spec may have.
 MAX_CONSTANTS = 32
 MAX_OPTIONS = 16
+#: Most recorded launches (problem sizes) a spec may carry, and most arguments of one launch.
+MAX_LAUNCHES = 64
+MAX_ARGUMENTS = 64
+#: Largest size of one dimension of a recorded shape, grid or block.
+MAX_EXTENT = 2**31 - 1
 CONVENTIONS = ("tn", "nn")
 
 #: NVRTC options a spec may ask for (by prefix); include paths and output options are the judge's business.
@@ -73,13 +82,58 @@ def _options(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _extents(value: Any, what: str, count: int) -> tuple[int, ...]:
+    if not isinstance(value, (list, tuple)) or len(value) != count or not all(
+            type(v) is int and 1 <= v <= MAX_EXTENT for v in value):
+        raise JudgeError(f"a recorded launch's {what} is {count} integers from 1 to {MAX_EXTENT:,}, not {value!r:.60}.")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class RecordedLaunch:
+    """One launch of the kernel for one problem size, as recorded from a launcher: all concrete values.
+
+    ``args`` are the kernel's arguments by position: ``"A"``, ``"B"``, ``"out"`` for the operand
+    matrices (:data:`gemmlab.judge.binding.ROLES`), ints and floats for scalars.
+    """
+
+    shape: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int = 0
+    args: tuple[str | int | float, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", _extents(self.shape, "shape [M, N, K]", 3))
+        object.__setattr__(self, "grid", _extents(self.grid, "grid", 3))
+        object.__setattr__(self, "block", _extents(self.block, "block", 3))
+        if type(self.smem) is not int or not 0 <= self.smem <= MAX_EXTENT:
+            raise JudgeError(f"a recorded launch's smem is a number of bytes ≥ 0, not {self.smem!r:.30}.")
+        if not isinstance(self.args, (list, tuple)) or len(self.args) > MAX_ARGUMENTS:
+            raise JudgeError(f"a recorded launch's args are a list of at most {MAX_ARGUMENTS} values.")
+        object.__setattr__(self, "args", tuple(binding.check_value(v, i) for i, v in enumerate(self.args)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "grid": list(self.grid), "block": list(self.block), "smem": self.smem,
+                "args": list(self.args)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "RecordedLaunch":
+        fields = ("shape", "grid", "block", "smem", "args")
+        if not isinstance(data, dict) or set(data) - set(fields) or not {"shape", "grid", "block"} <= set(data):
+            raise JudgeError(f"a recorded launch is an object with {', '.join(fields)} (smem and args optional).")
+        return cls(**data)
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """A C++ GEMM kernel and its launch, checked when made: every field is plain data.
 
     ``grid``/``block``/``smem`` are expressions over ``M``, ``N``, ``K`` and ``constants``
     (e.g. ``grid=("cdiv(N, BN)", "cdiv(M, BM)", "1")``, ``constants={"BM": 128, "BN": 128}``).
-    ``arch=None`` compiles for the judge's GPU.
+    ``arch=None`` compiles for the judge's GPU. ``launches``, when given, replace the expressions
+    and the binding by name: each problem size runs its own :class:`RecordedLaunch`, and a size
+    without one is refused.
     """
 
     source: str
@@ -91,6 +145,7 @@ class KernelSpec:
     constants: dict[str, int] = field(default_factory=dict)
     options: tuple[str, ...] = ()
     arch: str | None = None
+    launches: tuple[RecordedLaunch, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source.strip():
@@ -113,33 +168,65 @@ class KernelSpec:
         names = set(expressions.SIZE_NAMES) | set(self.constants)
         for text in (*self.grid, *self.block, self.smem):
             expressions.check_vocabulary(text, names)
+        object.__setattr__(self, "launches", _launches(self.launches))
+
+    def launch_for(self, M: int, N: int, K: int) -> RecordedLaunch:
+        """The recorded launch of one problem size, or a JudgeError naming the sizes that were recorded."""
+        for launch in self.launches:
+            if launch.shape == (M, N, K):
+                return launch
+        known = ", ".join("×".join(map(str, launch.shape)) for launch in self.launches[:8])
+        raise JudgeError(f"no launch was recorded for M×N×K = {M}×{N}×{K}; recorded: {known or 'none'}.")
 
     def geometry(self, M: int, N: int, K: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-        """``(grid, block, smem)`` for one problem size, evaluated in the expression language."""
+        """``(grid, block, smem)`` for one problem size: recorded, or evaluated in the expression language."""
+        if self.launches:
+            launch = self.launch_for(int(M), int(N), int(K))
+            return launch.grid, launch.block, launch.smem
         names = {**self.constants, "M": int(M), "N": int(N), "K": int(K)}
         grid = tuple(expressions.evaluate(t, names) for t in self.grid)
         block = tuple(expressions.evaluate(t, names) for t in self.block)
         return grid, block, expressions.evaluate(self.smem, names)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe: strings, ints, lists and None."""
-        return {"source": self.source, "name": self.name, "convention": self.convention, "grid": list(self.grid),
+        """JSON-safe: strings, numbers, lists and None (``launches`` only when there are any)."""
+        data = {"source": self.source, "name": self.name, "convention": self.convention, "grid": list(self.grid),
                 "block": list(self.block), "smem": self.smem, "constants": dict(self.constants),
                 "options": list(self.options), "arch": self.arch}
+        if self.launches:
+            data["launches"] = [launch.to_dict() for launch in self.launches]
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> "KernelSpec":
         """The spec :meth:`to_dict` wrote; anything else is a JudgeError saying what is wrong."""
         if not isinstance(data, dict):
             raise JudgeError(f"a kernel spec is a JSON object, not {type(data).__name__}.")
-        fields = ("source", "name", "convention", "grid", "block", "smem", "constants", "options", "arch")
+        fields = ("source", "name", "convention", "grid", "block", "smem", "constants", "options", "arch", "launches")
         unknown = sorted(set(data) - set(fields))
         if unknown:
             raise JudgeError(f"unknown kernel spec field(s) {', '.join(map(str, unknown))[:120]}; known: {', '.join(fields)}.")
         missing = [f for f in ("source", "name") if f not in data]
         if missing:
             raise JudgeError(f"a kernel spec needs {' and '.join(missing)}.")
-        return cls(**data)
+        values = dict(data)
+        if "launches" in data:
+            if not isinstance(data["launches"], list):
+                raise JudgeError("a kernel spec's launches are a list of recorded launches.")
+            values["launches"] = tuple(RecordedLaunch.from_dict(launch) for launch in data["launches"])
+        return cls(**values)
 
 
-__all__ = ["ALLOWED_OPTION_PREFIXES", "CONVENTIONS", "KernelSpec", "MAX_CONSTANTS", "MAX_OPTIONS", "MAX_SOURCE_CHARS"]
+def _launches(value: Any) -> tuple[RecordedLaunch, ...]:
+    if not isinstance(value, (list, tuple)) or len(value) > MAX_LAUNCHES:
+        raise JudgeError(f"a kernel spec carries at most {MAX_LAUNCHES} recorded launches, in a list.")
+    if not all(isinstance(launch, RecordedLaunch) for launch in value):
+        raise JudgeError("a kernel spec's launches are RecordedLaunch values.")
+    shapes = [launch.shape for launch in value]
+    if len(set(shapes)) != len(shapes):
+        raise JudgeError("a kernel spec records at most one launch per problem size.")
+    return tuple(value)
+
+
+__all__ = ["ALLOWED_OPTION_PREFIXES", "CONVENTIONS", "KernelSpec", "MAX_ARGUMENTS", "MAX_CONSTANTS", "MAX_EXTENT",
+           "MAX_LAUNCHES", "MAX_OPTIONS", "MAX_SOURCE_CHARS", "RecordedLaunch"]
