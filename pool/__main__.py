@@ -1,0 +1,115 @@
+"""``python -m pool tokens|serve``: issue students' tokens, run the pool service."""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .auth import Authenticator
+from .errors import PoolError
+from .limits import StudentLimits, UsageLedger
+from .roster import read_roster
+from .scheduler import Executor, FairScheduler
+from .tokens import TokenStore, default_store_path, write_private
+from .worker import BACKENDS, LocalExecutor, sandbox_problem, visible_gpus
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pool", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    tokens = sub.add_parser("tokens", help="issue one token per student of the roster (replacing earlier ones)")
+    tokens.add_argument("--roster", type=Path, required=True, help="CSV with an 'id' column, or one id a line")
+    tokens.add_argument("--out", type=Path, required=True, help="CSV of student,token,expires to hand out")
+    tokens.add_argument("--days", type=float, default=30.0, help="days each token stays valid (default 30)")
+    tokens.add_argument("--only", nargs="+", metavar="STUDENT", help="issue for these students only")
+    tokens.add_argument("--store", type=Path, help="the server's hashes (default: ROSTER.tokens.json beside it)")
+
+    serve = sub.add_parser("serve", help="run the HTTP service in front of the GPUs")
+    serve.add_argument("--roster", type=Path, required=True)
+    serve.add_argument("--store", type=Path, help="the token hashes (default: ROSTER.tokens.json beside it)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--ray", choices=("local", "auto", "off"), default="local",
+                       help="local: a private one-host Ray; auto: join the running cluster; off: no Ray, this host's GPUs")
+    serve.add_argument("--gpus", help="off: CUDA indices to use (default: all visible); local/auto: how many GPUs")
+    serve.add_argument("--backend", choices=BACKENDS, default="gpu", help="fake: no GPU (demos, tests)")
+    serve.add_argument("--slots-per-gpu", type=int, default=4, help="requests judged side by side on one GPU")
+    serve.add_argument("--concurrent-jobs", type=int, default=2, help="per student, queued or running")
+    serve.add_argument("--gpu-seconds-per-hour", type=float, default=120.0, help="per student")
+    serve.add_argument("--job-timeout", type=float, default=300.0, help="wall-clock seconds of one judge process")
+    serve.add_argument("--no-sandbox", action="store_true", help="run judges without bubblewrap (trusted hosts only)")
+    return parser
+
+
+def issue(args: argparse.Namespace) -> int:
+    roster = read_roster(args.roster)
+    students = roster if not args.only else [s for s in args.only if s in roster]
+    missing = sorted(set(args.only or []) - set(roster))
+    if missing:
+        raise PoolError(f"not on the roster: {', '.join(missing)}")
+    if args.days <= 0:
+        raise PoolError("--days must be above 0.")
+    store_path = args.store or default_store_path(args.roster)
+    store = TokenStore.load(store_path)
+    issued = store.issue(students, args.days * 86400.0)
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["student", "token", "expires"])
+    for t in issued:
+        writer.writerow([t.student, t.token, t.expires_text])
+    write_private(args.out, out.getvalue())
+    store.save(store_path)
+    print(f"{len(issued)} token(s) in {args.out} (hand each student theirs; keep the file private); "
+          f"hashes in {store_path}.")
+    return 0
+
+
+def _executor(args: argparse.Namespace) -> Executor:
+    sandbox = not args.no_sandbox
+    if sandbox and (why := sandbox_problem()):
+        raise PoolError(f"the judge cannot run in the grading sandbox here: {why}. Install bubblewrap, or pass "
+                        "--no-sandbox on a host that runs nothing else.")
+    memory = 4096 if args.backend == "fake" else None
+    if args.ray == "off":
+        gpus = args.gpus.split(",") if args.gpus else (["0"] if args.backend == "fake" else visible_gpus())
+        if not gpus:
+            raise PoolError("no GPU is visible on this host (CUDA_VISIBLE_DEVICES, torch); use --backend fake to try "
+                            "the service without one.")
+        return LocalExecutor(gpus, args.backend, sandbox, memory)
+    from .ray_pool import RayExecutor
+
+    count = int(args.gpus) if args.gpus else None
+    init = {"num_gpus": count or 1} if args.ray == "local" and args.backend == "fake" else None
+    return RayExecutor(None if args.ray == "local" else "auto", args.backend, sandbox, memory, args.slots_per_gpu,
+                       count, init)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from .service import Pool, serve_forever
+
+    store = args.store or default_store_path(args.roster)
+    auth = Authenticator(args.roster, store)
+    limits = StudentLimits(args.concurrent_jobs, args.gpu_seconds_per_hour)
+    executor = _executor(args)
+    scheduler = FairScheduler(executor, args.slots_per_gpu, args.job_timeout)
+    print(f"pool: {len(auth.students())} students, GPUs: {', '.join(scheduler.labels)}; "
+          f"serving http://{args.host}:{args.port}/v1/ (Ctrl-C stops)", flush=True)
+    serve_forever(Pool(auth, UsageLedger(limits), scheduler, args.backend), args.host, args.port)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return issue(args) if args.command == "tokens" else serve(args)
+    except PoolError as exc:
+        print(f"python -m pool {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
