@@ -35,9 +35,11 @@ _LAZY = {
     "performance_bar": ("gemmlab.perfbar", "performance_bar"),
     "run_isolated": ("gemmlab.isolate", "run_isolated"),
     "export_module": ("gemmlab.isolate", "export_module"),
+    "connect": ("gemmlab.remote", "connect"),
+    "disconnect": ("gemmlab.remote", "disconnect"),
 }
 _SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "bench", "roofline_math", "perfbar", "isolate",
-               "integrity", "timing", "runtime"}
+               "integrity", "timing", "runtime", "remote"}
 
 __all__ = [
     "CompileError", "CompileTimeoutError", "ContextLostError", "GemmlabError", "KernelError", "KernelTimeoutError",

@@ -220,7 +220,16 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
     cached), torch computation inside the timed calls fails, and afterwards the inputs get new values
     in place, the output is poisoned and one call must produce the right result on torch's current
     stream by the time it returns. A failure raises :class:`BenchIntegrityError`.
+
+    After ``gemmlab.connect(...)`` on a machine without a GPU the class's GPU pool times it (verified,
+    with this method's defaults; the result names the pool's GPU).
     """
+    from .remote import pool_for_work
+
+    pool = pool_for_work()
+    if pool is not None:
+        return pool.bench_gemm(fn, shape, convention, dtype, out_dtype, alpha, beta, label, timeout_s=timeout_s,
+                               rounds=rounds, flush_l2=flush_l2)
     require_gpu("bench_gemm")
     import torch
 

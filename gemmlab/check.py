@@ -153,7 +153,8 @@ class CheckResult:
 
     def _title(self) -> str:
         verdict = "PASSED" if self.passed else f"FAILED ({len(self.failures)} of {len(self.rows)} shapes)"
-        return (f"check_gemm {self.convention} {self.dtype}→{self.out_dtype}: {verdict}  "
+        where = f" on {self.device}" if self.device and not self.device.startswith(("cuda", "cpu")) else ""
+        return (f"check_gemm {self.convention} {self.dtype}→{self.out_dtype}: {verdict}{where}  "
                 f"[seed={self.seed}]")
 
     def __str__(self) -> str:
@@ -366,7 +367,8 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     ``beta`` defaults to 0.5 there so that reading C is tested.
     ``shapes``: a suite name (``"default"``, ``"aligned"``, ``"odd"``, ``"large"``) or a list
     of (M, N, K). ``tile`` only shapes the failure heatmap. ``device="cpu"`` runs plain-torch
-    functions without a GPU. ``forbid_library`` (default: on in the course's grader, see
+    functions without a GPU. After ``gemmlab.connect(...)`` on a machine without a GPU the class's
+    GPU pool runs the check (its own seed and tolerances; the result names its GPU). ``forbid_library`` (default: on in the course's grader, see
     :func:`grading_mode`) fails a shape whose call ran any torch operator that computes (anything
     but allocation, views, copies and fills: torch.matmul and an elementwise product alike) or
     copied the inputs to the host.
@@ -381,14 +383,20 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
         raise GemmlabError(f"dtype must be torch.float16 or torch.bfloat16, not {dtype}.")
     if dtype_name(out_dtype) not in _TOLERANCES:
         raise GemmlabError(f"out_dtype must be torch.float16, torch.bfloat16 or torch.float32, not {out_dtype}.")
+    if beta is None:
+        beta = 0.5 if convention == "nn" else 0.0
     if device != "cpu":
+        from .remote import pool_for_work
+
+        pool = pool_for_work()
+        if pool is not None:  # gemmlab.connect(...) on a machine without a GPU: the class's GPU pool checks it
+            return pool.check_gemm(fn, convention, dtype, out_dtype, _suite(shapes), float(alpha), float(beta),
+                                   tuple(tile), atol=atol, rtol=rtol, seed=seed, timeout_s=timeout_s)
         require_gpu("check_gemm")
         dev = torch_device()
     else:
         dev = torch.device("cpu")
     timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
-    if beta is None:
-        beta = 0.5 if convention == "nn" else 0.0
     seed = secrets.randbits(62) if seed is None else int(seed)
     gen = torch.Generator(device=dev)
     gen.manual_seed(seed)

@@ -1,0 +1,135 @@
+"""check_gemm and bench_gemm answered by the pool: record the launches, send them, rebuild the results.
+
+Why the same result objects: a notebook prints, plots and tests a :class:`~gemmlab.check.CheckResult`
+or :class:`~gemmlab.bench.BenchResult` whether it came from a local GPU or the pool, so the
+heatmaps, the roofline and the tests work unchanged. Their ``device`` names the pool's GPU.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Protocol, Sequence
+
+from ..bench import ROUNDS, BenchResult
+from ..check import CheckResult, Row
+from ..errors import CompileError, CompileTimeoutError, GemmlabError, KernelTimeoutError, LaunchError, ToolchainError
+from ..integrity import BenchIntegrityError
+from ..judge.protocol import MAX_COMPILE_S, MAX_KERNEL_S, JudgeLimits, JudgeRequest
+from ..runtime.memory import dtype_name
+from ..runtime.streams import DEFAULT_TIMEOUT_S
+from .errors import PoolError, PoolKernelError, PoolRequestError, PoolUnavailableError, RecordingError
+from .recording import Recording, record
+from .requests import bench_request, check_requests
+from .transport import PoolReply
+
+Shape = tuple[int, int, int]
+#: Errors a judge reports by name that mean the same in a notebook.
+_SAME_ERRORS: dict[str, type[GemmlabError]] = {
+    "CompileError": CompileError, "LaunchError": LaunchError, "ToolchainError": ToolchainError,
+    "BenchIntegrityError": BenchIntegrityError,
+}
+
+
+class Judging(Protocol):
+    """What these functions need of a pool: judge one request."""
+
+    def judge(self, request: JudgeRequest) -> PoolReply: ...
+
+
+def device_text(reply: PoolReply) -> str:
+    """Which GPU the numbers came from, e.g. 'NVIDIA H100 80GB HBM3 (shared GPU pool)'."""
+    return f"{reply.gpu or reply.report.device or 'unknown GPU'} (shared GPU pool)"
+
+
+def error_for(reply: PoolReply) -> GemmlabError:
+    """The error a notebook sees for a report that is not a result, saying it happened on the pool."""
+    report, where = reply.report, device_text(reply)
+    text = report.error or "(no message)"
+    if report.verdict == "refused":
+        return PoolRequestError(f"the pool's judge refused this call: {text}")
+    if report.verdict == "context_lost":
+        return PoolKernelError(f"your kernel broke the GPU context on {where}: {text} This happened in the pool's "
+                               "own process, which is discarded: this notebook needs no restart. Look for an "
+                               "out-of-bounds address in the kernel.")
+    if report.verdict == "timeout":
+        if report.error_type == "CompileTimeoutError":
+            return CompileTimeoutError(f"on {where}: {text}", MAX_COMPILE_S)
+        return KernelTimeoutError(f"on {where}: {text}")
+    if report.verdict == "crashed":
+        return PoolKernelError(f"the pool's judge process died running your kernel on {where}: {text}")
+    if report.verdict == "failed" and report.action == "bench":
+        return BenchIntegrityError(f"on {where}: {text}")
+    kind = _SAME_ERRORS.get(report.error_type, PoolError)
+    return kind(f"on {where}: {text}")
+
+
+def _limits(timeout_s: float | None) -> JudgeLimits:
+    kernel_s = DEFAULT_TIMEOUT_S if timeout_s is None else float(timeout_s)
+    return JudgeLimits(MAX_COMPILE_S, min(max(kernel_s, 0.1), MAX_KERNEL_S))
+
+
+def _dtypes(dtype: Any, out_dtype: Any) -> tuple[Any, Any]:
+    import torch
+
+    dtype = torch.float16 if dtype is None else dtype
+    return dtype, dtype if out_dtype is None else out_dtype
+
+
+def remote_check(pool: Judging, fn: Callable[..., Any], convention: str, dtype: Any, out_dtype: Any,
+                 shapes: Sequence[Shape], alpha: float, beta: float, tile: tuple[int, int],
+                 atol: float | None = None, rtol: float | None = None, seed: int | None = None,
+                 timeout_s: float | None = None) -> CheckResult:
+    """``check_gemm`` of ``fn`` on the pool: one recording per distinct shape, one request per kernel."""
+    unsupported = [name for name, value in (("seed", seed), ("atol", atol), ("rtol", rtol)) if value is not None]
+    if unsupported:
+        raise PoolRequestError(f"check_gemm on the pool takes no {', '.join(unsupported)}: the pool draws its own "
+                               "seed and uses check_gemm's tolerances. Leave them out.")
+    dtype, out_dtype = _dtypes(dtype, out_dtype)
+    rows: dict[Shape, Row] = {}
+    recorded: list[Recording] = []
+    for shape in dict.fromkeys(tuple(s) for s in shapes):
+        try:
+            recorded.append(record(fn, shape, convention, dtype, out_dtype, alpha, beta))
+        except RecordingError:
+            raise
+        except GemmlabError as exc:  # the function refused this shape itself, as it would on a local GPU
+            rows[shape] = Row(shape, False, math.nan, None, 0, True, True, f"{type(exc).__name__}: {exc}")
+    replies = [pool.judge(request) for request in check_requests(
+        recorded, convention, dtype_name(dtype), dtype_name(out_dtype), alpha, beta, tile, _limits(timeout_s))]
+    seed_used, device = 0, ""
+    for reply in replies:
+        if reply.report.verdict not in ("passed", "failed") or reply.report.check is None:
+            raise error_for(reply)
+        result = CheckResult.from_dict(reply.report.check)
+        rows.update((row.shape, row) for row in result.rows)
+        seed_used, device = seed_used or result.seed, device or device_text(reply)
+    missing = [s for s in shapes if tuple(s) not in rows]
+    if missing:
+        raise PoolUnavailableError(f"the pool answered no row for {missing[0]}: try again.")
+    return CheckResult([rows[tuple(s)] for s in shapes], convention, dtype_name(dtype), dtype_name(out_dtype),
+                       tuple(tile), seed_used, device)  # type: ignore[arg-type]
+
+
+def remote_bench(pool: Judging, fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any, out_dtype: Any,
+                 alpha: float, beta: float, label: str, timeout_s: float | None = None, rounds: int = ROUNDS,
+                 flush_l2: bool = True) -> BenchResult:
+    """``bench_gemm`` of ``fn`` on the pool: verified, with cuBLAS timed on the same GPU in the same request."""
+    if rounds != ROUNDS or not flush_l2:
+        raise PoolRequestError(f"the pool times with bench_gemm's method ({ROUNDS} rounds, L2 flushed); leave "
+                               "rounds= and flush_l2= out to time on the pool.")
+    if convention not in ("tn", "nn"):
+        raise GemmlabError(f"convention must be 'tn' or 'nn', not {convention!r}.")
+    dtype, out_dtype = _dtypes(dtype, out_dtype)
+    shape = tuple(int(v) for v in shape)  # type: ignore[assignment]
+    if len(shape) != 3 or min(shape) <= 0:
+        raise GemmlabError(f"shape must be three positive sizes (M, N, K), not {shape!r}.")
+    recording = record(fn, shape, convention, dtype, out_dtype, alpha, beta)
+    reply = pool.judge(bench_request(recording, convention, dtype_name(dtype), dtype_name(out_dtype), alpha, beta,
+                                     _limits(timeout_s)))
+    if reply.report.verdict != "passed" or reply.report.bench is None:
+        raise error_for(reply)
+    result = BenchResult.from_dict(reply.report.bench)
+    return dataclasses.replace(result, label=label, device=device_text(reply))
+
+
+__all__ = ["Judging", "device_text", "error_for", "remote_bench", "remote_check"]

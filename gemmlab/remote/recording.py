@@ -1,0 +1,174 @@
+"""What a GEMM function launches, found out without a GPU and written down as data.
+
+Why: the pool's judge must never run a student's Python, and the student's machine has no GPU
+to run it on either. So the function (``fn(A, B, D)`` or ``fn(A, B, C, alpha, beta)``, a launcher
+around a :class:`gemmlab.Kernel`) is called here on stand-in tensors on torch's ``meta`` device
+(shapes, dtypes and strides, no data, every address 0 and so aligned) while a kernel call is
+written down instead of launched: which kernel (source, name, options, arch), its grid, block and
+dynamic shared memory, and for each argument which operand it is (by identity) or its number.
+
+Refused, with what to do: a function that launches nothing gemmlab compiled (a CuTe DSL kernel,
+torch alone), launches more than once per call, computes with torch, or hands the kernel a tensor
+that is not one of the three operands (a copy, a view, a scratch buffer).
+"""
+from __future__ import annotations
+
+import numbers
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from ..errors import GemmlabError
+from ..integrity import library_guard
+from ..judge.binding import check_positional
+from ..judge.errors import JudgeError
+from ..judge.spec import RecordedLaunch
+from ..runtime.launch import LaunchLimits, validate_launch
+from .errors import RecordingError
+
+#: One recording at a time: the kernel class's call is swapped for the recorder while it runs.
+_SWAP = threading.Lock()
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """Which kernel a launch ran, as the judge recompiles it: source, name, the student's own options, arch."""
+
+    source: str
+    name: str
+    options: tuple[str, ...]
+    arch: str
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One call of a GEMM function for one problem size: its kernel and its launch."""
+
+    kernel: KernelSource
+    launch: RecordedLaunch
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """A kernel call as it was made, before it is turned into data."""
+
+    kernel: Any
+    args: tuple[Any, ...]
+    grid: Any
+    block: Any
+    smem: Any
+
+
+@contextmanager
+def kernel_calls() -> Iterator[list[KernelCall]]:
+    """Inside the block, calling any :class:`gemmlab.Kernel` appends a :class:`KernelCall` instead of launching."""
+    from ..kernel import Kernel
+
+    calls: list[KernelCall] = []
+
+    def write_down(kernel: Any, *args: Any, grid: Any, block: Any, smem: Any = 0, **_launch_options: Any) -> None:
+        calls.append(KernelCall(kernel, args, grid, block, smem))
+
+    with _SWAP:
+        launch = Kernel.__dict__["__call__"]
+        Kernel.__call__ = write_down  # type: ignore[method-assign]
+        try:
+            yield calls
+        finally:
+            Kernel.__call__ = launch  # type: ignore[method-assign]
+
+
+def stand_ins(shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any) -> tuple[Any, Any, Any]:
+    """``(A, B, out)`` on torch's meta device, laid out as check_gemm and bench_gemm lay out theirs (row-major)."""
+    import torch
+
+    M, N, K = shape
+    A = torch.empty((M, K), dtype=dtype, device="meta")
+    B = torch.empty((N, K) if convention == "tn" else (K, N), dtype=dtype, device="meta")
+    return A, B, torch.empty((M, N), dtype=out_dtype, device="meta")
+
+
+def student_options(options: tuple[str, ...], arch: str) -> tuple[str, ...]:
+    """The options the student passed to gemmlab.compile: the full NVRTC line without gemmlab's own leading part."""
+    from ..compilation.job import DEFAULT_STD
+    from ..compilation.nvrtc import build_options
+
+    own = set(build_options(arch, (), (), DEFAULT_STD))
+    start = 0
+    while start < len(options) and (options[start] in own or options[start].startswith(("--include-path=", "-std="))):
+        if options[start].startswith("-std=") and options[start] != f"-std={DEFAULT_STD}":
+            raise RecordingError(f"kernel compiled with {options[start]}: the pool compiles with -std={DEFAULT_STD}; "
+                                 "compile without std= to run it there.")
+        start += 1
+    return tuple(options[start:])
+
+
+def _argument(value: Any, position: int, operands: dict[int, str]) -> str | int | float:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if id(value) not in operands:
+            raise RecordingError(
+                f"argument {position} of the kernel is a tensor that is not A, B or the output itself (a view, copy, "
+                "scratch buffer or new tensor). The pool gives the kernel only the three operands: pass A, B and "
+                "C/D to the kernel directly.")
+        return operands[id(value)]
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise RecordingError(f"argument {position} of the kernel is a {type(value).__name__}: the pool passes only "
+                             "the operand tensors and numbers (ints, floats).")
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+
+def record(fn: Callable[..., Any], shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any,
+           alpha: float = 1.0, beta: float = 0.0) -> Recording:
+    """Call ``fn`` once on stand-ins of ``shape`` and return its one kernel launch as data.
+
+    A GemmlabError the function raises itself (a LaunchError of its own checks, a bad grid)
+    passes through, as a local check reports it for that shape; anything that cannot be sent
+    is a :class:`RecordingError`.
+    """
+    from ..kernel import Kernel
+
+    A, B, out = stand_ins(shape, convention, dtype, out_dtype)
+    call_args = (A, B, out) if convention == "tn" else (A, B, out, alpha, beta)
+    try:
+        with kernel_calls() as calls, library_guard(True) as computed:
+            fn(*call_args)
+    except GemmlabError:
+        raise
+    except Exception as exc:
+        raise RecordingError(
+            f"your GEMM function raised {type(exc).__name__}: {str(exc)[:300]} while its launch was recorded for the "
+            "pool. It runs here on stand-in tensors that hold no data (torch's meta device), on a machine without "
+            "a GPU: it may read shapes, dtypes and strides and call a gemmlab Kernel, nothing that needs the "
+            "values or CUDA.") from None
+    if computed:
+        raise RecordingError(
+            f"your GEMM function computes with torch ({', '.join(sorted(set(computed)))}); the pool runs only the "
+            "kernel your function launches, so the product must come from that kernel alone.")
+    if not calls:
+        raise RecordingError(
+            "your GEMM function launched no kernel compiled with gemmlab.compile, so there is nothing to send to "
+            "the pool. The pool runs C++ kernels launched as kernel(A, B, C, ..., grid=..., block=...); CuTe DSL "
+            "kernels and torch-only functions run only on a local GPU.")
+    if len(calls) > 1:
+        raise RecordingError(f"your GEMM function launched kernels {len(calls)} times in one call; the pool runs "
+                             "one kernel launch per GEMM call.")
+    (call,) = calls
+    kernel = call.kernel
+    if not isinstance(kernel, Kernel):
+        raise RecordingError("the launched kernel is not a gemmlab.Kernel from gemmlab.compile.")
+    grid, block = validate_launch(call.grid, call.block, call.smem, LaunchLimits(), name=kernel.name)
+    roles = {id(A): "A", id(B): "B", id(out): "out"}
+    args = tuple(_argument(v, i, roles) for i, v in enumerate(call.args))
+    try:
+        check_positional(kernel.params, args, kernel.name)
+        launch = RecordedLaunch(tuple(shape), grid, block, int(call.smem), args)  # type: ignore[arg-type]
+    except JudgeError as exc:
+        raise RecordingError(f"the pool cannot run this launch: {exc}") from None
+    return Recording(KernelSource(kernel.source, kernel.name, student_options(kernel.options, kernel.arch),
+                                  kernel.arch), launch)
+
+
+__all__ = ["KernelCall", "KernelSource", "Recording", "kernel_calls", "record", "stand_ins", "student_options"]

@@ -1,0 +1,62 @@
+"""Recorded launches turned into the judge's requests: one request per kernel, its launches per shape.
+
+Why per kernel: a launcher may pick a different compile per shape (notebook 05 picks the vector
+width from the shape), and a request names one kernel. Shapes whose recordings share a kernel
+go together, at most :data:`~gemmlab.judge.protocol.MAX_SHAPES` to a request.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..judge.errors import JudgeError
+from ..judge.protocol import MAX_SHAPES, JudgeLimits, JudgeRequest
+from ..judge.spec import KernelSpec
+from .errors import RecordingError
+from .recording import KernelSource, Recording
+
+
+def spec_for(kernel: KernelSource, recordings: Sequence[Recording], convention: str) -> KernelSpec:
+    """The kernel spec of ``kernel`` with the launches of ``recordings``; a RecordingError says what cannot be sent."""
+    try:
+        return KernelSpec(kernel.source, kernel.name, convention, options=kernel.options, arch=kernel.arch,
+                          launches=tuple(r.launch for r in recordings))
+    except JudgeError as exc:
+        raise RecordingError(f"kernel '{kernel.name}' cannot be sent to the pool: {exc}") from None
+
+
+def by_kernel(recordings: Sequence[Recording]) -> list[list[Recording]]:
+    """Recordings grouped by kernel (in order of first appearance), each group cut to at most MAX_SHAPES."""
+    groups: dict[KernelSource, list[Recording]] = {}
+    for recording in recordings:
+        groups.setdefault(recording.kernel, []).append(recording)
+    return [group[i: i + MAX_SHAPES] for group in groups.values() for i in range(0, len(group), MAX_SHAPES)]
+
+
+def check_requests(recordings: Sequence[Recording], convention: str, dtype: str, out_dtype: str, alpha: float,
+                   beta: float, tile: tuple[int, int], limits: JudgeLimits) -> list[JudgeRequest]:
+    """The check requests that together run every recorded shape."""
+    requests = []
+    for group in by_kernel(recordings):
+        spec = spec_for(group[0].kernel, group, convention)
+        requests.append(_request(spec, "check", dtype, out_dtype, limits, alpha, beta, tile,
+                                 shapes=[r.launch.shape for r in group]))
+    return requests
+
+
+def bench_request(recording: Recording, convention: str, dtype: str, out_dtype: str, alpha: float, beta: float,
+                  limits: JudgeLimits) -> JudgeRequest:
+    """The timing request of one recorded shape."""
+    spec = spec_for(recording.kernel, [recording], convention)
+    return _request(spec, "bench", dtype, out_dtype, limits, alpha, beta, None, shape=recording.launch.shape)
+
+
+def _request(spec: KernelSpec, action: str, dtype: str, out_dtype: str, limits: JudgeLimits, alpha: float,
+             beta: float, tile: tuple[int, int] | None, **shapes: object) -> JudgeRequest:
+    try:
+        return JudgeRequest(spec, action, dtype, out_dtype, limits=limits, alpha=alpha, beta=beta, tile=tile,
+                            **shapes)  # type: ignore[arg-type]
+    except JudgeError as exc:
+        raise RecordingError(f"this call cannot be sent to the pool: {exc}") from None
+
+
+__all__ = ["bench_request", "by_kernel", "check_requests", "spec_for"]
