@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 META, KEY = "gemmlab", "needs_gpu"   # the grader's convention: autograder.harness.assemble.NEEDS_GPU
+ARCH_KEY = "needs_arch"              # autograder.harness.assemble.NEEDS_ARCH
 
 #: Per notebook, the graded cells whose points need the kernel to run on a GPU (correctness and speed).
 #: Not listed: layout, index and PTX-only tests, 07's sm_100a compile test (test_bw_tile) and
@@ -41,6 +42,14 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Per notebook, GPU tests that need a GPU family (a compute capability prefix, e.g. "sm_90" for
+#: Hopper): on another GPU they are "not graded", like a GPU test on a worker without a GPU.
+ARCH_TESTS: dict[str, dict[str, str]] = {
+    "07_hopper": {"test_one_tile_slow": "sm_90", "test_pipelined_slow": "sm_90", "test_ws_slow": "sm_90",
+                  "test_ws_speed_slow": "sm_90"},
+}
+
+
 class MarkError(RuntimeError):
     """The list and the notebook disagree; the message names the notebook and the grade_id."""
 
@@ -49,26 +58,33 @@ def _grade_id(cell: dict) -> str:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
 
 
-def marked(nb: dict, wanted: tuple[str, ...], where: str) -> dict:
-    """``nb`` with ``needs_gpu`` set on exactly the graded cells in ``wanted`` (removed elsewhere)."""
+def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str] | None = None) -> dict:
+    """``nb`` with ``needs_gpu`` set on exactly the graded cells in ``wanted`` and ``needs_arch`` on those
+    in ``arches`` (both removed elsewhere)."""
+    arches = arches or {}
+    if stray := [g for g in arches if g not in wanted]:
+        raise MarkError(f"{where}: {', '.join(stray)} need an architecture but are not GPU tests: update tools/mark_gpu_cells.py")
     found = {_grade_id(c): c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
     if missing := [g for g in wanted if g not in found]:
         raise MarkError(f"{where}: no graded cell {', '.join(missing)}: update GPU_TESTS in tools/mark_gpu_cells.py")
     for cell in nb["cells"]:
         meta = cell.setdefault("metadata", {})
-        if _grade_id(cell) in wanted and found.get(_grade_id(cell)) is cell:
-            meta.setdefault(META, {})[KEY] = True
-        elif KEY in meta.get(META, {}):
-            del meta[META][KEY]
-            if not meta[META]:
-                del meta[META]
+        mine = found.get(_grade_id(cell)) is cell
+        for key, value in ((KEY, True if _grade_id(cell) in wanted else None),
+                           (ARCH_KEY, arches.get(_grade_id(cell)))):
+            if mine and value is not None:
+                meta.setdefault(META, {})[key] = value
+            elif key in meta.get(META, {}):
+                del meta[META][key]
+        if META in meta and not meta[META]:
+            del meta[META]
     return nb
 
 
-def mark_file(path: Path, wanted: tuple[str, ...], check: bool) -> bool:
+def mark_file(path: Path, wanted: tuple[str, ...], check: bool, arches: dict[str, str] | None = None) -> bool:
     """Mark one notebook file (only if it changes); True when it was (or, with ``check``, would be) changed."""
     text = path.read_text()
-    nb = marked(json.loads(text), wanted, str(path.relative_to(path.parents[2])))
+    nb = marked(json.loads(text), wanted, str(path.relative_to(path.parents[2])), arches)
     new = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"   # as nbformat writes
     if json.loads(new) == json.loads(text):
         return False
@@ -85,7 +101,7 @@ def main(argv: list[str] | None = None, solutions: Path = SOLUTIONS) -> int:
     for assignment, wanted in GPU_TESTS.items():
         for path in sorted((solutions / assignment).glob("*.ipynb")):
             try:
-                if mark_file(path, wanted, args.check):
+                if mark_file(path, wanted, args.check, ARCH_TESTS.get(assignment)):
                     changed.append(path)
             except MarkError as err:
                 print(err, file=sys.stderr)

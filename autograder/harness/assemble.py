@@ -53,6 +53,17 @@ def needs_gpu(cell) -> bool:
     return isinstance(meta, dict) and meta.get(NEEDS_GPU) is True
 
 
+#: Cell metadata key (``metadata[GEMMLAB_META][NEEDS_ARCH] = "sm_90"``): a GPU test that needs that GPU family.
+NEEDS_ARCH = "needs_arch"
+
+
+def needs_arch(cell) -> str:
+    """The GPU family (compute-capability prefix such as ``sm_90``) a GPU test needs, '' for any GPU."""
+    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
+    value = meta.get(NEEDS_ARCH, "") if isinstance(meta, dict) else ""
+    return value if isinstance(value, str) else ""
+
+
 def notebook_needs_gpu(nb) -> bool:
     """Whether any graded cell of the (instructor's) notebook needs a GPU."""
     return any(is_graded(c) and needs_gpu(c) for c in nb.get("cells", []))

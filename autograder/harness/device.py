@@ -47,4 +47,30 @@ def missing_gpu(gpu: str | None) -> str:
     return f"GPU {gpu} is not usable here: {answer or 'the driver shows no device'}"
 
 
-__all__ = ["missing_gpu"]
+#: Prints the compute capability of device 0 as ``sm_XY``, or nothing.
+_ARCH_PROBE = r"""
+import ctypes
+cuda = ctypes.CDLL("libcuda.so.1")
+major, minor, dev = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)
+if cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0:
+    cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
+    cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
+    print(f"sm_{major.value}{minor.value}")
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_arch(gpu: str | None) -> str:
+    """The worker's GPU as ``sm_XY`` (e.g. ``sm_90`` for an H100), '' when it has none or the driver will not say."""
+    if missing_gpu(gpu):
+        return ""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
+    try:
+        proc = subprocess.run([sys.executable, "-c", _ARCH_PROBE], env=env, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return ""
+    answer = proc.stdout.strip()
+    return answer if answer.startswith("sm_") else ""
+
+
+__all__ = ["gpu_arch", "missing_gpu"]

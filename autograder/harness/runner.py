@@ -25,17 +25,21 @@ from typing import Any
 
 import nbformat
 
+from gemmlab.judge.answers import NeedsStudentProcess
 from gemmlab.runtime.faults import classify
 
 from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult
 from . import inkernel
-from .assemble import Assembled, assemble, grade_id, is_answer, is_graded, needs_gpu, notebook_needs_gpu
-from .device import missing_gpu
+from .assemble import Assembled, assemble, grade_id, is_answer, is_graded, needs_arch, needs_gpu, notebook_needs_gpu
+from .device import gpu_arch, missing_gpu
 from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, JUDGE_KERNEL_ENV, AnswerBridge, bind_code, describe
 from .kernel import CellRun, SandboxedKernel
 from .routing import defined_names, dsl_dependencies
 from .outputs import for_feedback, hidden_lines, take_published, withhold
 from .wellformed import clean_notebook, clean_outputs
+
+#: The judge's error name for a test that hands tensors to a student's function (see gemmlab.judge.answers).
+NEEDS_STUDENT = NeedsStudentProcess.__name__
 
 #: Seconds the grader's bootstrap may take in a fresh kernel (imports gemmlab and torch; ~5 s):
 #: a kernel that cannot start is classified in a minute, not after a test cell's limit.
@@ -142,6 +146,7 @@ class _NotebookGrader:
         self.built = built
         self.labels = built.labels
         self.no_gpu = no_gpu                  # why this worker has no GPU ('' when it has one)
+        self.arch = "" if no_gpu else gpu_arch(gpu)   # the worker GPU's family, e.g. sm_90
         self.kernels = _Kernels(workdir, gpu, limits, sandbox)
         self.restarts = 0
         self.hidden = hidden_lines(built.notebook)
@@ -279,6 +284,9 @@ class _NotebookGrader:
                     continue
                 sides = self._sides(index, cell)
                 runs = {side: self._execute(side, index, cell, label) for side in sides}
+                if graded and sides == ["judge"] and runs["judge"].ename == NEEDS_STUDENT:
+                    sides = ["student"]         # the test launches the student's code on tensors
+                    runs = {"student": self._execute("student", index, cell, label)}
                 run = runs[sides[0]] if not graded else runs[sides[-1]]
                 shown, published = take_published(clean_outputs(run.outputs))
                 run.outputs = shown
@@ -296,6 +304,9 @@ class _NotebookGrader:
                     status, message, score = "manual", "graded by hand", None
                 elif needs_gpu(cell) and self.no_gpu:
                     status, message = "needs_gpu", f"not graded: this test needs a GPU, and {self.no_gpu}"
+                elif needs_gpu(cell) and needs_arch(cell) and not self.arch.startswith(needs_arch(cell)):
+                    status, message = "needs_gpu", (f"not graded: this test needs an {needs_arch(cell)} GPU, and this "
+                                                    f"worker's is {self.arch or 'of unknown architecture'}")
                 elif status == "passed" and in_student:
                     problems = self._probe() if self.kernels.student.km is not None else None
                     if problems is None or problems:
@@ -379,10 +390,11 @@ def grade_submission(job: GradeJob) -> SubmissionResult:
                 not_graded.append(f"{name}: {why}")
                 continue
             cells.extend(graded)
-            gpu_tests = [c.grade_id for c in graded if c.status == "needs_gpu"]
+            gpu_tests = [c for c in graded if c.status == "needs_gpu"]
             if gpu_tests:
-                not_graded.append(f"{name}: {len(gpu_tests)} test(s) need a GPU ({', '.join(gpu_tests)}), "
-                                  f"and {no_gpu}")
+                why = no_gpu or gpu_tests[0].message.removeprefix("not graded: this test needs ")
+                not_graded.append(f"{name}: {len(gpu_tests)} test(s) need a GPU ({', '.join(c.grade_id for c in gpu_tests)}): "
+                                  f"{why}")
             executed[name] = json.loads(json.dumps(built.notebook))   # plain data, sources as run
             shutil.rmtree(workdir, ignore_errors=True)
     finally:

@@ -10,7 +10,8 @@ bound there by :func:`bind` from a description the student's kernel gave (:func:
   plain data, or the exception's type and message;
 - a CuTe DSL kernel becomes a :class:`DslAnswer`: its Python can only run in the student's
   process, so the judge cannot build it (:class:`StudentProcessOnly`), and the grader runs the
-  tests that need it in the student's kernel instead;
+  tests that need it in the student's kernel instead; likewise a test that calls a student's
+  function with tensors (a launch: :class:`NeedsStudentProcess`);
 - anything else is an :class:`Opaque` that fails every use with what it was.
 
 The two kernels never talk directly. A call is a line on the judge's stdin channel
@@ -37,6 +38,14 @@ MAX_REPLY_CHARS = plain.MAX_CHARS + 4096
 
 class AnswerError(JudgeError):
     """The student's function raised, or its kernel did not answer; the message says which and how."""
+
+
+class NeedsStudentProcess(BaseException):
+    """A test handed tensors to a student's function: a launch, which only the student's process can make.
+
+    Not an ``Exception``, so no ``except Exception`` in a test or helper swallows it: the grader sees it
+    and runs that test in the student's kernel instead (as a CuTe DSL test).
+    """
 
 
 class StudentProcessOnly(JudgeError):
@@ -116,6 +125,18 @@ def _ask(request: dict[str, Any]) -> str:
 channel: Callable[[dict[str, Any]], str] = _ask
 
 
+def _holds_tensor(values: tuple, depth: int = 0) -> bool:
+    for value in values:
+        kind = type(value)
+        if (getattr(kind, "__module__", "") or "").split(".")[0] == "torch":
+            return True
+        if kind in (tuple, list) and depth < 8 and _holds_tensor(tuple(value), depth + 1):
+            return True
+        if kind is dict and depth < 8 and _holds_tensor(tuple(value.values()), depth + 1):
+            return True
+    return False
+
+
 class Answer:
     """A function the student defined, called in the student's kernel with plain data."""
 
@@ -130,6 +151,9 @@ class Answer:
         return f"<your function {self._name}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _holds_tensor(args) or _holds_tensor(tuple(kwargs.values())):
+            raise NeedsStudentProcess(f"{self._name} is called with tensors (a launch): this test runs in your "
+                                      "notebook's process")
         where = f"the arguments of {self._name}"
         request = {"name": self._name, "args": plain.encode(list(args), where),
                    "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where)}
@@ -219,5 +243,6 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
     return bound
 
 
-__all__ = ["Answer", "AnswerError", "DslAnswer", "JUDGE_ENV", "Opaque", "REQUEST", "StudentProcessOnly",
+__all__ = ["Answer", "AnswerError", "DslAnswer", "JUDGE_ENV", "NeedsStudentProcess", "Opaque", "REQUEST",
+           "StudentProcessOnly",
            "bind", "channel", "describe", "in_judge", "serve"]

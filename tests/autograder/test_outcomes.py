@@ -170,6 +170,30 @@ def test_gpu_tests_never_pay_without_a_gpu_whatever_the_cell_does() -> None:
     assert not r.complete and GPU_TEST in r.not_graded[0] and name in r.not_graded[0]
 
 
+def test_a_test_for_another_gpu_family_is_not_graded_there(monkeypatch) -> None:
+    """A test marked as needing a Hopper (``needs_arch = "sm_90"``) on a worker whose GPU is an sm_80: not graded,
+    whatever its code does (07's Hopper tests); on an sm_90 worker it is graded as usual."""
+    from autograder.harness import runner
+    from autograder.records import GradeJob, NotebookParts
+
+    name, source, release = gf.course_parts(A)
+    source = mark_gpu_cells.marked(source, (GPU_TEST,), A, {GPU_TEST: "sm_90"})
+    monkeypatch.setattr(runner, "missing_gpu", lambda gpu: "")        # the worker has a GPU (the code needs none)
+    for arch, want in (("sm_80", "needs_gpu"), ("sm_90", "passed")):
+        monkeypatch.setattr(runner, "gpu_arch", lambda gpu, arch=arch: arch)
+        job = GradeJob("ann", A, "t", {name: NotebookParts(source, release, gf.solved(source, release))})
+        by_id = {c.grade_id: c for c in runner.grade_submission(job).cells}
+        assert by_id[GPU_TEST].status == want, (arch, by_id[GPU_TEST])
+        if want == "needs_gpu":
+            assert by_id[GPU_TEST].score == 0 and "sm_90" in by_id[GPU_TEST].message and "sm_80" in by_id[GPU_TEST].message
+
+
+def test_marking_an_architecture_needs_a_gpu_test() -> None:
+    _, source, _ = gf.course_parts(A)
+    with pytest.raises(mark_gpu_cells.MarkError, match="not GPU tests"):
+        mark_gpu_cells.marked(source, (), A, {GPU_TEST: "sm_90"})
+
+
 # --------------------------------------------------------------------------- the whole run
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))

@@ -137,3 +137,15 @@ def test_a_dsl_answer_is_built_only_in_the_students_process() -> None:
 
     assert nbhelpers.function_done(fn) is True
     assert nbhelpers.function_done(answers.DslAnswer("k", "kernel", done=False)) is False
+
+
+def test_a_call_with_tensors_is_a_launch_the_grader_runs_in_the_students_process(linked) -> None:
+    student, judge, bind = linked
+    student["my_gemm"] = lambda A, B, D: D.copy_(A @ B.T)
+    bind("my_gemm")
+    A = torch.ones(2, 2)
+    with pytest.raises(answers.NeedsStudentProcess):
+        judge["my_gemm"](A, A, torch.empty(2, 2))
+    with pytest.raises(answers.NeedsStudentProcess):
+        judge["my_gemm"]([A], {"B": A}, None)
+    assert not issubclass(answers.NeedsStudentProcess, Exception), "no `except Exception` may swallow it"
