@@ -72,6 +72,7 @@ def _namespace(fake_gemmlab, gpu: bool, monkeypatch: pytest.MonkeyPatch, submiss
     from gemmlab import nbhelpers as nbh
 
     monkeypatch.setattr(gemmlab, "check_gemm", fake_gemmlab.check_gemm)
+    monkeypatch.setattr(nbh, "gpu_graded", lambda points, what: gpu)    # GPU or not, as the test says
 
     ns: dict = {}
     exec("import json, math, random, time\nimport torch", ns)
@@ -96,7 +97,8 @@ def _fake_gemmlab(ratios: dict, passed: bool = True):
         name = str(dtype).replace("torch.", "")
         r = ratios[(shape[0], name)]
         return types.SimpleNamespace(shape=tuple(shape), dtype=name, ratio=r, tflops=600 * r, cublas_tflops=600.0,
-                                     device="NVIDIA H100 80GB HBM3")
+                                     device="NVIDIA H100 80GB HBM3", ratio_low=r - 0.005, ratio_high=r + 0.006,
+                                     rounds=12, spread_text=lambda: "96% interval, 12 rounds")
 
     return types.SimpleNamespace(check_gemm=check_gemm, bench_gemm=bench_gemm)
 
@@ -137,7 +139,7 @@ def test_speed_cell_points_follow_the_documented_scale_and_the_record_parses(r40
 def test_speed_cell_without_gpu_passes_with_no_value_and_no_record(monkeypatch) -> None:
     ns = _namespace(_fake_gemmlab({}), gpu=False, monkeypatch=monkeypatch)
     text, points = _run_speed_cell(ns)
-    assert points is None and lb.PREFIX not in text and "No GPU" in text
+    assert points is None and lb.PREFIX not in text and "without a GPU" in text
 
 
 def test_graded_cells_fail_on_the_untouched_release(monkeypatch) -> None:
