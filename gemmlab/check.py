@@ -368,10 +368,10 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     ``shapes``: a suite name (``"default"``, ``"aligned"``, ``"odd"``, ``"large"``) or a list
     of (M, N, K). ``tile`` only shapes the failure heatmap. ``device="cpu"`` runs plain-torch
     functions without a GPU. After ``gemmlab.connect(...)`` on a machine without a GPU the class's
-    GPU pool runs the check (its own seed and tolerances; the result names its GPU). ``forbid_library`` (default: on in the course's grader, see
-    :func:`grading_mode`) fails a shape whose call ran any torch operator that computes (anything
-    but allocation, views, copies and fills: torch.matmul and an elementwise product alike) or
-    copied the inputs to the host.
+    GPU pool runs the check (its own seed and tolerances; the result names its GPU).
+    ``forbid_library`` (default: on in the course's grader, see :func:`grading_mode`) fails a shape
+    whose call ran any torch operator that computes (anything but allocation, views, copies and
+    fills: torch.matmul and an elementwise product alike) or copied the inputs to the host.
     """
     import torch
 

@@ -1,0 +1,193 @@
+"""gemmlab.connect: check_gemm and bench_gemm through a pool service (a local fake with the judge's FakeBackend).
+
+The function under test is a notebook-style launcher around a real compiled kernel; the fake
+judge reads the kernel's behaviour from its name (``*_wrong``: wrong in the last column of tiles).
+"""
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import pytest
+
+import gemmlab
+from gemmlab.bench import BenchIntegrityError, BenchResult
+from gemmlab.check import CheckResult
+from gemmlab.judge import JudgeReport
+from gemmlab.remote import (PoolAuthError, PoolBusyError, PoolKernelError, PoolRequestError, PoolUnavailableError,
+                            connection)
+
+from .fake_pool import GPU, FakePool
+from .launchers import nn_launcher, tn_kernel, tn_launcher
+
+SHAPES = [(128, 128, 64), (129, 257, 64), (16, 16, 16)]
+
+
+@pytest.fixture(autouse=True)
+def fresh_connection(no_gpu: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv(connection.URL_ENV, raising=False)
+    monkeypatch.delenv(connection.TOKEN_ENV, raising=False)
+    monkeypatch.setattr(connection, "_connected", None)
+    monkeypatch.setattr(connection, "_disconnected", False)
+    yield
+
+
+@pytest.fixture
+def pool() -> Iterator[FakePool]:
+    with FakePool() as fake:
+        yield fake
+
+
+def test_a_check_runs_on_the_pool_and_returns_a_check_result_naming_its_gpu(pool: FakePool) -> None:
+    gemmlab.connect(pool.url, "good")
+    result = gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=SHAPES + [(16, 16, 16)])
+    assert isinstance(result, CheckResult) and result.passed
+    assert [r.shape for r in result.rows] == SHAPES + [(16, 16, 16)]
+    assert result.device == f"{GPU} (shared GPU pool)" and f"PASSED on {GPU}" in str(result)
+    (request,) = pool.requests  # one kernel: one request, each distinct shape once
+    assert list(request.shapes) == SHAPES and request.spec.launches[1].args == ("A", "B", "out", 129, 257, 64)
+
+
+def test_a_wrong_kernel_fails_with_the_heatmap_of_its_tiles(pool: FakePool) -> None:
+    gemmlab.connect(pool.url, "good")
+    result = gemmlab.check_gemm(tn_launcher(tn_kernel("gemm_tiny_wrong")), shapes=[(256, 384, 64)], tile=(128, 128))
+    assert not result.passed and result.rows[0].bad_tiles == [(0, 2), (1, 2)]
+    assert result.heatmap() is not None
+
+
+def test_nn_checks_send_alpha_beta_and_tile_and_the_launch_uses_them(pool: FakePool) -> None:
+    gemmlab.connect(pool.url, "good")
+    result = gemmlab.check_gemm(nn_launcher(), "nn", shapes=[(100, 70, 30)], alpha=-1.5, beta=2.0, tile=(64, 64))
+    assert result.passed and result.tile == (64, 64)
+    (request,) = pool.requests
+    assert (request.alpha, request.beta, request.tile) == (-1.5, 2.0, (64, 64))
+    assert request.spec.launches[0].args[-2:] == (-1.5, 2.0)
+
+
+def test_a_shape_the_function_refuses_is_a_failed_row_as_on_a_local_gpu(pool: FakePool) -> None:
+    inner = tn_launcher(tn_kernel())
+
+    def whole_tiles_only(A, B, D):
+        if A.shape[0] % 16:
+            raise gemmlab.LaunchError("handles only whole 16-row tiles")
+        inner(A, B, D)
+
+    gemmlab.connect(pool.url, "good")
+    result = gemmlab.check_gemm(whole_tiles_only, shapes=[(16, 16, 16), (3, 5, 7)])
+    assert [r.passed for r in result.rows] == [True, False] and "whole 16-row tiles" in result.rows[1].message
+    assert list(pool.requests[0].shapes) == [(16, 16, 16)]
+
+
+def test_a_timing_runs_on_the_pool_and_keeps_the_label(pool: FakePool) -> None:
+    gemmlab.connect(pool.url, "good")
+    result = gemmlab.bench_gemm(tn_launcher(tn_kernel()), shape=(1024, 1024, 512), label="mine")
+    assert isinstance(result, BenchResult) and result.label == "mine" and result.shape == (1024, 1024, 512)
+    assert f"on {GPU} (shared GPU pool)" in str(result)
+    assert pool.requests[0].action == "bench" and pool.requests[0].spec.launches[0].shape == (1024, 1024, 512)
+
+
+def test_a_wrong_kernel_fails_the_timings_verification(pool: FakePool) -> None:
+    gemmlab.connect(pool.url, "good")
+    with pytest.raises(BenchIntegrityError, match="shared GPU pool"):
+        gemmlab.bench_gemm(tn_launcher(tn_kernel("gemm_tiny_wrong")), shape=(256, 256, 256))
+
+
+def test_timing_knobs_the_pool_does_not_use_are_refused(pool: FakePool) -> None:
+    gemmlab.connect(pool.url, "good")
+    with pytest.raises(PoolRequestError, match="rounds="):
+        gemmlab.bench_gemm(tn_launcher(tn_kernel()), shape=(256, 256, 256), rounds=3)
+    with pytest.raises(PoolRequestError, match="own seed"):
+        gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)], seed=1)
+
+
+@pytest.mark.parametrize("name, error, message", [
+    ("gemm_tiny_oob", PoolKernelError, "needs no restart"),
+    ("gemm_tiny_hang", gemmlab.KernelTimeoutError, "did not finish"),
+])
+def test_faults_on_the_pool_are_errors_that_say_where(pool: FakePool, name: str, error: type, message: str) -> None:
+    gemmlab.connect(pool.url, "good")
+    with pytest.raises(error, match=message) as caught:
+        gemmlab.check_gemm(tn_launcher(tn_kernel(name)), shapes=[(16, 16, 16)])
+    assert "shared GPU pool" in str(caught.value)
+    assert not isinstance(caught.value, gemmlab.ContextLostError)  # this notebook's CUDA context is not lost
+
+
+@pytest.mark.parametrize("token, error, message", [
+    ("expired", PoolAuthError, "refused your token .*token expired on 2024-01-31.*instructor"),
+    ("nobody", PoolAuthError, "unknown token"),
+    ("busy", PoolBusyError, "retry in 17 s.*2 jobs already running"),
+    ("broken", PoolUnavailableError, "failed \\(HTTP 500\\)"),
+    ("garbled", PoolUnavailableError, "not JSON"),
+])
+def test_service_errors_are_gemmlab_errors_that_say_what_to_do(pool: FakePool, token: str, error: type,
+                                                               message: str) -> None:
+    gemmlab.connect(pool.url, token, verify=False)
+    with pytest.raises(error, match=message) as caught:
+        gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    if token == "busy":
+        assert caught.value.retry_after_s == 17
+
+
+def test_connect_checks_the_token_at_once(pool: FakePool) -> None:
+    with pytest.raises(PoolAuthError, match="expired"):
+        gemmlab.connect(pool.url, "expired")
+    assert connection.current() is None
+    assert gemmlab.connect(pool.url, "good").account()["student"] == "ada"
+
+
+def test_a_request_the_pool_refuses_is_a_clear_error(pool: FakePool) -> None:
+    pool.judge_with = lambda request: JudgeReport("refused", request.action, error="too many shapes")
+    gemmlab.connect(pool.url, "good")
+    with pytest.raises(PoolRequestError, match="refused this call: too many shapes"):
+        gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
+
+
+def test_an_unreachable_or_slow_pool_is_a_clear_error(pool: FakePool) -> None:
+    url = pool.url
+    pool.__exit__()
+    gemmlab.connect(url, "good", verify=False)
+    with pytest.raises(PoolUnavailableError, match="cannot reach the pool"):
+        gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
+    with FakePool() as slow:
+        gemmlab.connect(slow.url, "slow", timeout_s=1, verify=False)
+        start = time.monotonic()
+        with pytest.raises(PoolUnavailableError, match="did not answer within 1 s"):
+            gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
+        assert time.monotonic() - start < 2.5
+
+
+@pytest.mark.parametrize("url, token, message", [
+    ("gpu.example.edu", "t", "starts with https://"),
+    ("https://gpu.example.edu", "two words", "spaces"),
+    ("https://gpu.example.edu", "", "no pool token"),
+])
+def test_a_bad_url_or_token_is_refused_before_anything_is_sent(url: str, token: str, message: str) -> None:
+    with pytest.raises(gemmlab.GemmlabError, match=message):
+        gemmlab.connect(url, token, verify=False)
+
+
+def test_the_environment_connects_and_disconnect_turns_it_off(pool: FakePool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(connection.URL_ENV, pool.url)
+    with pytest.raises(PoolAuthError, match=connection.TOKEN_ENV):
+        gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
+    monkeypatch.setenv(connection.TOKEN_ENV, "good")
+    assert gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)]).passed
+    gemmlab.disconnect()
+    with pytest.raises(gemmlab.NoGPUError):  # as today without a GPU
+        gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
+    with pytest.raises(gemmlab.NoGPUError):
+        gemmlab.bench_gemm(tn_launcher(tn_kernel()), shape=(16, 16, 16))
+
+
+def test_without_a_connection_nothing_is_sent(pool: FakePool) -> None:
+    with pytest.raises(gemmlab.NoGPUError):
+        gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
+    assert gemmlab.check_gemm(lambda A, B, D: D.copy_(A @ B.T), shapes=[(16, 16, 16)], device="cpu").passed
+    assert pool.requests == []
+
+
+def test_a_local_gpu_is_used_even_when_connected(pool: FakePool, monkeypatch: pytest.MonkeyPatch) -> None:
+    gemmlab.connect(pool.url, "good")
+    monkeypatch.setattr(connection, "has_gpu", lambda: True)
+    assert connection.pool_for_work() is None and connection.current() is not None
