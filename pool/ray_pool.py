@@ -17,6 +17,7 @@ firewall either way: pool/README.md.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,11 @@ def require_ray_auth(starting_local: bool) -> None:
     mode = os.environ.get(AUTH_MODE_ENV)
     if starting_local and mode is None:
         os.environ[AUTH_MODE_ENV] = AUTH_MODE
+        # Ray reads the mode into its config when imported; an imported Ray must read it again, as
+        # Ray does itself when it turns authentication on (ray._private.authentication).
+        raylet = sys.modules.get("ray._raylet")
+        if raylet is not None and hasattr(raylet, "Config"):
+            raylet.Config.initialize("")
     elif (mode or "").lower() != AUTH_MODE:
         raise PoolError(f"Ray's token authentication is off ({AUTH_MODE_ENV}={mode or '(unset)'}): anyone who reaches "
                         f"the cluster's ports could run code on it. Start every node and this service with "

@@ -80,6 +80,11 @@ class _Handler(tornado.web.RequestHandler):
         self.finish(json.dumps({"error": reason}))
 
 
+class NotFoundHandler(_Handler):
+    def prepare(self) -> None:
+        raise tornado.web.HTTPError(404)
+
+
 class JudgeHandler(_Handler):
     def initialize(self, pool: Pool) -> None:
         super().initialize(pool)
@@ -145,7 +150,7 @@ def make_app(pool: Pool) -> tornado.web.Application:
         (r"/v1/judge", JudgeHandler, {"pool": pool}),
         (r"/v1/me", MeHandler, {"pool": pool}),
         (r"/v1/health", HealthHandler, {"pool": pool}),
-    ], default_handler_class=_Handler, default_handler_args={"pool": pool})
+    ], default_handler_class=NotFoundHandler, default_handler_args={"pool": pool})
 
 
 class RunningService:

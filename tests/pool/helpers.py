@@ -47,8 +47,8 @@ def make_class(folder: Path) -> Klass:
 
 
 def call(url: str, path: str, body: bytes | str | None = None, token: str | None = None,
-         headers: dict[str, str] | None = None, timeout: float = 60) -> tuple[int, dict[str, Any], dict[str, str]]:
-    """(status, JSON body, headers) of one HTTP call; error statuses are returned, not raised."""
+         headers: dict[str, str] | None = None, timeout: float = 60) -> tuple[int, dict[str, Any], Any]:
+    """(status, JSON body, headers: case-insensitive) of one HTTP call; error statuses are returned, not raised."""
     data = body.encode() if isinstance(body, str) else body
     req = urllib.request.Request(url + path, data=data, method="POST" if data is not None else "GET")
     if token is not None:
@@ -57,10 +57,10 @@ def call(url: str, path: str, body: bytes | str | None = None, token: str | None
         req.add_header(k, v)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, json.loads(resp.read()), dict(resp.headers)
+            return resp.status, json.loads(resp.read()), resp.headers
     except urllib.error.HTTPError as exc:
         raw = exc.read()
-        return exc.code, json.loads(raw) if raw else {}, dict(exc.headers)
+        return exc.code, json.loads(raw) if raw else {}, exc.headers
 
 
 class ScriptedExecutor:
