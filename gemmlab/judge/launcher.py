@@ -3,9 +3,9 @@
 Why: ``check_gemm`` and ``bench_gemm`` take a Python function. In a notebook that function is
 the student's launcher; in the judge it is this one, built from the kernel spec (geometry as
 expressions, or the launches recorded per size) and the kernel's parameter names or recorded
-roles (binding), on the public runtime (load, pack, launch). So every launch of a judged kernel is one the judge made: a launcher that calls a
-library, leaves work on another stream or returns before its kernel finishes (late work) cannot
-be written here by construction. Needs a GPU and torch.
+roles (binding), on the public runtime (load, pack, launch). So every launch of a judged kernel
+is one the judge made: a launcher that calls a library, leaves work on another stream or returns
+before its kernel finishes (late work) cannot be written here by construction. Needs a GPU and torch.
 """
 from __future__ import annotations
 

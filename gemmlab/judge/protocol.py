@@ -260,7 +260,7 @@ class JudgeReport:
 
 __all__ = [
     "ACTIONS", "DTYPES", "JUDGE_VERSION", "JudgeLimits", "JudgeReport", "JudgeRequest", "MAX_COMPILE_S",
-    "MAX_DIMENSION", "MAX_ELEMENTS", "MAX_KERNEL_S", "MAX_REPORT_BYTES", "MAX_REQUEST_BYTES", "MAX_SCALAR", "MAX_SHAPES",
-    "MAX_TILE",
+    "MAX_DIMENSION", "MAX_ELEMENTS", "MAX_KERNEL_S", "MAX_REPORT_BYTES", "MAX_REQUEST_BYTES", "MAX_SCALAR",
+    "MAX_SHAPES", "MAX_TILE",
     "OUT_DTYPES", "SUITES", "VERDICTS", "checked_shape",
 ]

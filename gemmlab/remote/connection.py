@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 from ..bench import BenchResult
 from ..check import CheckResult
 from ..gpu import has_gpu
+from ..integrity import grading_mode
 from ..judge.protocol import JudgeRequest
 from .errors import PoolAuthError
 from .gemm import remote_bench, remote_check
@@ -114,8 +115,12 @@ def current() -> Pool | None:
 
 
 def pool_for_work() -> Pool | None:
-    """The pool that runs a check or timing now: :func:`current` on a machine without a usable GPU, else None."""
-    return None if has_gpu() else current()
+    """The pool that runs a check or timing now: :func:`current` on a machine without a usable GPU, else None.
+
+    Never in the course's grader (``GEMMLAB_GRADING=1``): a grade comes from the grader's own GPU,
+    not from a service a hand-in connected to.
+    """
+    return None if has_gpu() or grading_mode() else current()
 
 
 __all__ = ["DEFAULT_TIMEOUT_S", "Pool", "TOKEN_ENV", "URL_ENV", "connect", "current", "disconnect", "pool_for_work"]

@@ -5,6 +5,7 @@ import math
 from typing import Any, Callable
 
 import gemmlab
+from gemmlab import nbhelpers as nbh
 
 #: D = A·Bᵀ, one thread per element, 16 × 16 blocks ("tn", as tests/kernels/planted_naive.cu).
 TN_SOURCE = r"""
@@ -50,12 +51,13 @@ def tn_launcher(kernel: Any) -> Callable[..., None]:
 
 
 def nn_launcher(arch: str = "sm_90a") -> Callable[..., None]:
-    """fn(A, B, C, alpha, beta) as notebook 08's ladder_gemm writes it."""
+    """fn(A, B, C, alpha, beta) as notebooks 05 and 08 write it: operands checked, alignment read, then one launch."""
     kernel = gemmlab.compile(NN_SOURCE, "ladder_tiny", arch=arch, options=("-DTILE=32",))
 
     def gemm(A: Any, B: Any, C: Any, alpha: float, beta: float) -> None:
-        M, K = A.shape
-        N = B.shape[1]
+        M, N, K = nbh.gemm_operands(A, B, C)
+        if A.data_ptr() % 16 or B.data_ptr() % 16:
+            raise gemmlab.LaunchError("A and B must start at 16-byte aligned addresses")
         kernel(A, B, C, M, N, K, A.stride(0), B.stride(0), C.stride(0), float(alpha), float(beta),
                grid=(math.ceil(N / 32), math.ceil(M / 8)), block=(32, 8))
     return gemm

@@ -191,3 +191,11 @@ def test_a_local_gpu_is_used_even_when_connected(pool: FakePool, monkeypatch: py
     gemmlab.connect(pool.url, "good")
     monkeypatch.setattr(connection, "has_gpu", lambda: True)
     assert connection.pool_for_work() is None and connection.current() is not None
+
+
+def test_the_grader_never_sends_work_to_a_pool(pool: FakePool, monkeypatch: pytest.MonkeyPatch) -> None:
+    gemmlab.connect(pool.url, "good")
+    monkeypatch.setenv("GEMMLAB_GRADING", "1")
+    with pytest.raises(gemmlab.NoGPUError):
+        gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
+    assert pool.requests == []

@@ -85,8 +85,9 @@ def test_malformed_launch_tables_are_refused() -> None:
 
 
 def _param(name: str, kind: str) -> Param:
-    return Param(name, kind, "half*" if kind == "pointer" else "int", False, "float16" if kind == "pointer" else "int32",
-                 8 if kind != "scalar" else 4)
+    pointer = kind == "pointer"
+    return Param(name, kind, "half*" if pointer else "int", False, "float16" if pointer else "int32",
+                 4 if kind == "scalar" else 8)
 
 
 def test_binding_by_position_checks_each_argument_against_its_parameter() -> None:
