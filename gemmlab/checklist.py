@@ -138,18 +138,32 @@ def _current(current: StepName | Sequence[StepName] | None) -> set[int]:
     return {step(c).number for c in current}
 
 
-def where_you_stand(current: StepName | Sequence[StepName]) -> str:
-    """One line: the seven steps, those before the current one ticked, the current one in bold."""
+def _done(here: set[int], notebook: str | None) -> set[int]:
+    """Steps already decided: those a notebook before ``notebook`` teaches, or (without one) the
+    steps before the first current one."""
+    if notebook is not None:
+        if not (isinstance(notebook, str) and len(notebook) == 2 and notebook.isdigit()):
+            raise ChecklistError(f"notebook={notebook!r}: give the notebook's two-digit number, e.g. '05'.")
+        return {s.number for s in _STEPS if s.number not in here and min(s.notebooks) < notebook}
+    return set(range(1, min(here))) if here else set()
+
+
+def where_you_stand(current: StepName | Sequence[StepName], notebook: str | None = None) -> str:
+    """One line: the seven steps, the decided ones ticked, the current one(s) in bold.
+
+    ``notebook`` (e.g. ``"06"``): tick the steps earlier notebooks teach; without it, the steps
+    before the first current one.
+    """
     here = _current(current)
     if not here:
         known = ", ".join(f"{s.number} {s.key!r}" for s in _STEPS)
         raise ChecklistError(f"where_you_stand needs the current step. Steps: {known}.")
-    first = min(here)
+    done = _done(here, notebook)
     parts = []
     for s in _STEPS:
         if s.number in here:
             parts.append(f"**{s.number} {s.title} (you are here)**")
-        elif s.number < first:
+        elif s.number in done:
             parts.append(f"{s.number} {s.title} ✓")
         else:
             parts.append(f"{s.number} {s.title}")
@@ -173,11 +187,11 @@ def text(current: StepName | Sequence[StepName] | None = None) -> str:
 _DONE, _HERE, _LATER = "#e3e3e3", "#ffd27f", "#ffffff"
 
 
-def show(current: StepName | Sequence[StepName] | None = None) -> Any:
+def show(current: StepName | Sequence[StepName] | None = None, notebook: str | None = None) -> Any:
     """The checklist as a picture: one box a step, top to bottom, the current step(s) highlighted.
 
-    Returns a matplotlib ``Figure`` (Jupyter shows it). Steps before the current one are grey
-    (decided in earlier notebooks), the current one orange, later ones white.
+    Returns a matplotlib ``Figure`` (Jupyter shows it). Decided steps are grey (see
+    ``where_you_stand`` for ``notebook``), the current ones orange, the others white.
     """
     from matplotlib.figure import Figure
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
@@ -186,7 +200,7 @@ def show(current: StepName | Sequence[StepName] | None = None) -> Any:
 
     _register_png(Figure, figure_png)
     here = _current(current)
-    first = min(here) if here else None
+    done = _done(here, notebook)
     n = len(_STEPS)
     box_h, gap = 1.0, 0.45
     fig = Figure(figsize=(12.5, 0.95 * n + 0.6))
@@ -200,7 +214,7 @@ def show(current: StepName | Sequence[StepName] | None = None) -> Any:
         y = top - box_h
         if s.number in here:
             face, edge, width = _HERE, "#c05000", 2.5
-        elif first is not None and s.number < first:
+        elif s.number in done:
             face, edge, width = _DONE, "#808080", 1.0
         else:
             face, edge, width = _LATER, "#404040", 1.0

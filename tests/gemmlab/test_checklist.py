@@ -77,3 +77,22 @@ def test_show_highlights_the_current_step() -> None:
     assert len(set(f[:5])) == 1 and f[5] != f[0] and f[6] != f[5] and f[6] != f[0]
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert sum("you are" in t for t in texts) == 1
+
+
+def test_a_notebook_ticks_what_earlier_notebooks_teach() -> None:
+    line = checklist.where_you_stand("pipeline", notebook="06")
+    ticked = [s.title for s in checklist.steps() if f"{s.number} {s.title} ✓" in line]
+    assert ticked == ["Problem shape and dtype", "MMA atom", "TiledMMA", "SMEM layout and swizzle", "Copy atoms",
+                      "Epilogue"]
+    assert "**6 Pipeline (you are here)**" in line
+    early = checklist.where_you_stand("smem layout", notebook="03")
+    assert "✓" in early.split("**4")[1] and "1 Problem shape and dtype ✓" in early   # copy atoms: notebook 02
+    assert "2 MMA atom ✓" not in early
+    with pytest.raises(checklist.ChecklistError, match="two-digit"):
+        checklist.where_you_stand("pipeline", notebook="6")
+
+
+def test_show_greys_the_steps_earlier_notebooks_teach() -> None:
+    fig = checklist.show(current="epilogue", notebook="05")
+    f = [p.get_facecolor() for p in fig.axes[0].patches if type(p).__name__ == "FancyBboxPatch"]
+    assert len({f[i] for i in (0, 1, 2, 3, 4)}) == 1 and f[5] not in (f[0], f[6]) and f[6] != f[0]
