@@ -93,6 +93,7 @@ def test_unknown_endpoints_and_methods(start) -> None:
     assert call(service.url, "/v1/health", b"{}")[0] == 405
 
 
+@pytest.mark.slow
 def test_jobs_in_flight_over_the_limit_get_429_with_when_to_retry(start, klass: Klass) -> None:
     service = start(concurrent_jobs=1, job_timeout_s=4)
     with ThreadPoolExecutor(1) as threads:
@@ -115,6 +116,7 @@ def test_gpu_seconds_over_the_hourly_limit_get_429(start, klass: Klass) -> None:
     assert call(service.url, "/v1/judge", request().to_json(), klass.tokens["bob"])[0] == 200  # others unaffected
 
 
+@pytest.mark.slow
 def test_a_hanging_or_crashing_judge_costs_nobody_else_anything(start, klass: Klass) -> None:
     service = start(slots=2, job_timeout_s=5)
     done: dict[str, float] = {}
