@@ -37,8 +37,9 @@ class Judging(Protocol):
 
 
 def device_text(reply: PoolReply) -> str:
-    """Which GPU the numbers came from, e.g. 'NVIDIA H100 80GB HBM3 (shared GPU pool)'."""
-    return f"{reply.gpu or reply.report.device or 'unknown GPU'} (shared GPU pool)"
+    """Which GPU the numbers came from, e.g. 'NVIDIA H100 80GB HBM3 (shared GPU pool)': the judge's device name,
+    so timings from two GPUs of one model compare like two timings on one."""
+    return f"{reply.report.device or reply.gpu or 'unknown GPU'} (shared GPU pool)"
 
 
 def error_for(reply: PoolReply) -> GemmlabError:

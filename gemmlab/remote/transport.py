@@ -1,8 +1,9 @@
 """One HTTP exchange with the pool (stdlib only), every failure turned into a PoolError that says what to do.
 
 The contract: ``POST {url}/v1/judge`` with ``Authorization: Bearer <token>`` and a JudgeRequest
-as JSON; the reply is a JudgeReport's JSON plus ``gpu`` (which GPU ran it), ``wait_s`` (queue
-wait) and ``run_s`` (seconds on the GPU). ``GET {url}/v1/me`` answers the student's limits and
+as JSON; the reply holds the JudgeReport (as ``report``, or its fields at the top level) and
+``gpu`` (which of the pool's GPUs ran it), ``queue_wait_s`` (or ``wait_s``) and ``run_s`` (seconds
+on the GPU). ``GET {url}/v1/me`` answers the student's limits and
 usage. An error reply is JSON with ``error`` (or ``message``); a 429 says when to retry in a
 ``Retry-After`` header or ``retry_after_s``.
 """
@@ -27,12 +28,12 @@ MAX_REPLY_BYTES = MAX_REPORT_BYTES + 65536
 #: Largest error body read.
 MAX_ERROR_BYTES = 16384
 #: The fields the pool adds to a report.
-POOL_FIELDS = ("gpu", "wait_s", "run_s")
+POOL_FIELDS = ("gpu", "queue_wait_s", "wait_s", "run_s")
 
 
 @dataclass(frozen=True)
 class PoolReply:
-    """The judge's report and what the pool adds: the GPU that ran it, seconds queued and seconds run."""
+    """The judge's report and what the pool adds: which of its GPUs ran it, seconds queued and seconds run."""
 
     report: JudgeReport
     gpu: str = ""
@@ -151,13 +152,13 @@ def post_judge(url: str, token: str, request: JudgeRequest, timeout_s: float) ->
         raise PoolUnavailableError(f"the pool at {url} answered a JSON {type(data).__name__}, not a report.")
     extra = {k: data.pop(k) for k in POOL_FIELDS if k in data}
     try:
-        report = JudgeReport.from_dict(data)
+        report = JudgeReport.from_dict(data["report"] if set(data) == {"report"} else data)
     except JudgeError as exc:
         raise PoolUnavailableError(f"the pool at {url} answered something that is not a judge report ({exc}).") \
             from None
     gpu = extra.get("gpu")
-    return PoolReply(report, gpu if isinstance(gpu, str) else "", _seconds(extra.get("wait_s")),
-                     _seconds(extra.get("run_s")))
+    return PoolReply(report, gpu if isinstance(gpu, str) else "",
+                     _seconds(extra.get("queue_wait_s", extra.get("wait_s"))), _seconds(extra.get("run_s")))
 
 
 __all__ = ["MAX_ERROR_BYTES", "MAX_REPLY_BYTES", "POOL_FIELDS", "PoolReply", "checked_url", "exchange", "http_error",

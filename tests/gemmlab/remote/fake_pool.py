@@ -15,14 +15,20 @@ from typing import Any, Callable
 from gemmlab.judge import JudgeError, JudgeReport, JudgeRequest
 from gemmlab.judge.backend import FakeBackend, judge
 
-GPU = "NVIDIA H100 80GB HBM3"
+#: What the fake judge calls its device (gemmlab.judge.backend.FakeBackend.DEVICE).
+GPU = FakeBackend.DEVICE
 
 
 class FakePool:
-    """``with FakePool() as pool: pool.url``; ``judge_with`` replaces the in-process fake judge."""
+    """``with FakePool() as pool: pool.url``; ``judge_with`` replaces the in-process fake judge.
 
-    def __init__(self, judge_with: Callable[[JudgeRequest], JudgeReport] | None = None) -> None:
+    ``nested`` answers as ``pool.service`` does (``{"report": ..., "gpu": ..., "queue_wait_s": ...}``),
+    else with the report's fields at the top level beside ``gpu``, ``wait_s`` and ``run_s``.
+    """
+
+    def __init__(self, judge_with: Callable[[JudgeRequest], JudgeReport] | None = None, nested: bool = True) -> None:
         self.requests: list[JudgeRequest] = []
+        self.nested = nested
         self.judge_with = judge_with or (lambda request: judge(request, FakeBackend()))
         pool = self
 
@@ -75,7 +81,11 @@ class FakePool:
                     return
                 pool.requests.append(request)
                 report = pool.judge_with(request).to_dict()
-                self._answer(200, json.dumps({**report, "gpu": GPU, "wait_s": 0.25, "run_s": 1.5}).encode())
+                if pool.nested:
+                    reply = {"report": report, "gpu": "host-1 gpu 0", "queue_wait_s": 0.25, "run_s": 1.5}
+                else:
+                    reply = {**report, "gpu": "host-1 gpu 0", "wait_s": 0.25, "run_s": 1.5}
+                self._answer(200, json.dumps(reply).encode())
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

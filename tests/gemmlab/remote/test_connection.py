@@ -199,3 +199,12 @@ def test_the_grader_never_sends_work_to_a_pool(pool: FakePool, monkeypatch: pyte
     with pytest.raises(gemmlab.NoGPUError):
         gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
     assert pool.requests == []
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_both_reply_layouts_give_the_report_and_the_pools_fields(nested: bool) -> None:
+    with FakePool(nested=nested) as fake:
+        pool = gemmlab.connect(fake.url, "good")
+        result = gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
+        reply = pool.judge(fake.requests[0])
+    assert result.passed and (reply.gpu, reply.wait_s, reply.run_s) == ("host-1 gpu 0", 0.25, 1.5)
