@@ -82,6 +82,8 @@ def _executor(args: argparse.Namespace) -> Executor:
         return LocalExecutor(gpus, args.backend, sandbox, memory)
     from .ray_pool import RayExecutor
 
+    if args.gpus and not args.gpus.isdigit():
+        raise PoolError(f"with Ray, --gpus is how many GPUs to use (a number), not {args.gpus!r}.")
     count = int(args.gpus) if args.gpus else None
     init = {"num_gpus": count or 1} if args.ray == "local" and args.backend == "fake" else None
     return RayExecutor(None if args.ray == "local" else "auto", args.backend, sandbox, memory, args.slots_per_gpu,

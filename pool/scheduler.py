@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
@@ -78,7 +78,7 @@ class FairScheduler:
         self.slots_per_gpu = slots_per_gpu
         self.job_timeout_s = job_timeout_s
         self._gpus = [_GpuState() for _ in self.labels]
-        self._queues: "OrderedDict[str, deque[Job]]" = OrderedDict()
+        self._queues: dict[str, deque[Job]] = {}
         self._served: dict[str, int] = {}   # student -> the turn in which their last job started
         self._turn = 0
         self._lock = threading.Lock()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -189,19 +190,20 @@ class RunningService:
 
 
 def serve_forever(pool: Pool, host: str, port: int) -> None:
-    """Serve on ``host:port`` until interrupted (``python -m pool serve``)."""
+    """Serve on ``host:port`` until SIGINT or SIGTERM (``python -m pool serve``); running judges finish first."""
     async def main() -> None:
         server = tornado.httpserver.HTTPServer(make_app(pool), max_body_size=BODY_READ_BYTES)
         server.listen(port, address=host)
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
         try:
-            await asyncio.Event().wait()
+            await stop.wait()
         finally:
             server.stop()
 
     try:
         asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
     finally:
         pool.close()
 
