@@ -142,18 +142,54 @@ def _where() -> str:
     return f"one {device_name()} each" if has_gpu() else "no GPU: CPU workers, GPU cells only compile"
 
 
+#: A capstone whose "kernel" is torch elementwise work (a broadcast multiply and sum): no library GEMM, no kernel.
+ELEMENTWISE_CAPSTONE = ("\ndef capstone_gemm(A, B, D):\n"
+                        "    for i in range(0, A.shape[0], 256):\n"
+                        "        D[i:i + 256] = (A[i:i + 256, None, :].float() * B[None, :, :].float()).sum(-1).to(D.dtype)\n")
+
+
 def bench_one(args, limits) -> None:
+    """One complete honest submission (the target), the untouched release (must score 0) and, where the
+    capstone is graded, a capstone computed by torch elementwise work (must lose its correctness and speed points)."""
     c = _course(args.assignments)
     jobs = _jobs(c, args.assignments, ["one"], limits, not args.no_sandbox)
     took, results = _grade(c, jobs, args.gpus[:args.workers_per_gpu])   # the first GPU's workers
-    rows = [[a, f"{results[('one', a)].score:g}/{results[('one', a)].max_score:g}",
-             f"{results[('one', a)].seconds:.1f}"] for a in args.assignments]
-    print(table(rows, ["assignment", "score", "seconds"]))
+    rows = [["honest", a, f"{results[('one', a)].score:g}/{results[('one', a)].max_score:g}",
+             f"{results[('one', a)].seconds:.1f}", _not_passed(results[("one", a)])] for a in args.assignments]
+    for a in args.assignments:
+        for name in c.notebooks(a):
+            folder = c.submitted / "untouched" / a
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(c.release_notebook(a, name).read_text())
+    _, untouched = _grade(c, [c.job(a, "untouched", limits, not args.no_sandbox) for a in args.assignments],
+                          args.gpus[:args.workers_per_gpu])
+    rows += [["untouched release", a, f"{r.score:g}/{r.max_score:g}", f"{r.seconds:.1f}", ""]
+             for (_, a), r in sorted(untouched.items())]
+    if "09_capstone" in args.assignments:
+        a = "09_capstone"
+        for name in c.notebooks(a):
+            nb = _handed_in(c, a, name)
+            for cell in nb["cells"]:
+                if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "capstone":
+                    src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+                    cell["source"] = src + ELEMENTWISE_CAPSTONE
+            folder = c.submitted / "elementwise" / a
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(json.dumps(nb))
+        _, ew = _grade(c, [c.job(a, "elementwise", limits, not args.no_sandbox)], args.gpus[:1])
+        r = ew[("elementwise", a)]
+        rows.append(["torch elementwise capstone", a, f"{r.score:g}/{r.max_score:g}", f"{r.seconds:.1f}",
+                     _not_passed(r)])
+    print(table(rows, ["hand-in", "assignment", "score", "seconds", "tests not passed"]))
     from gemmlab.gpu import device_name, has_gpu
 
     where = f"on one {device_name()}" if has_gpu() else "without a GPU (GPU cells only compile; the target is for an H100)"
     workers = f", {args.workers_per_gpu} notebooks at a time" if args.workers_per_gpu > 1 else ""
     print(f"one complete submission: {took:.1f} s {where}{workers} (target ≤ 180 s on one H100)\n")
+
+
+def _not_passed(r: SubmissionResult) -> str:
+    return ", ".join(f"{c.grade_id} ({c.status})" for c in r.cells if c.status != "passed")[:120]
 
 
 def bench_scale(args, limits) -> None:

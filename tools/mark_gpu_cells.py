@@ -32,7 +32,7 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     "01_layouts_and_partitioning": ("test_copy_kernel_slow",),
     "02_tiled_copy": ("test_copy_kernel", "test_bandwidth"),
     "03_swizzle_and_banks": ("test_transpose",),
-    "04_mma": ("test_mma_tile", "test_cta_kernel_slow"),
+    "04_mma": ("test_simt_tile", "test_mma_tile", "test_cta_kernel_slow"),
     "05_global_gemm": ("test_gemm_correct_slow", "test_perf_bar_slow"),
     "06_pipelining": ("test_pipeline_kernel_slow", "test_performance_bar_slow"),
     "07_hopper": ("test_one_tile_slow", "test_pipelined_slow", "test_ws_slow", "test_ws_speed_slow"),

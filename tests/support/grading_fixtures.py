@@ -78,6 +78,8 @@ ANSWERS = {
 }
 
 #: What each hostile kind does, as (answer overrides, notebook surgery). Expected points in EXPECTED.
+#: Tests of square and cube run in the judge, so a cheat in the student's kernel (patch_check,
+#: swallow_errors) costs only the test that runs there (my_gemm is called with tensors: a launch).
 HOSTILE = {
     "honest": {},
     "warns": {"square": "import warnings, sys\ndef square(x):\n    warnings.warn('a library warning')\n"
@@ -104,8 +106,8 @@ HOSTILE = {
 SURGERY = ("edit_tests", "delete_tests", "skip_tag", "retag", "fake_test_cell")
 
 EXPECTED = {"honest": 6, "warns": 6, "wrong": 4, "loop": 4, "sleep_uninterruptible": 4, "exit": 4, "sys_exit": 6,
-            "kill": 3, "print_forever": 4, "memory_bomb": 4, "torch_matmul": 3, "patch_check": 2,
-            "swallow_errors": 0, "snoop": 6, "leak_hidden": 6, "edit_tests": 0, "delete_tests": 0, "skip_tag": 0, "retag": 0,
+            "kill": 3, "print_forever": 4, "memory_bomb": 4, "torch_matmul": 3, "patch_check": 3,
+            "swallow_errors": 1, "snoop": 6, "leak_hidden": 6, "edit_tests": 0, "delete_tests": 0, "skip_tag": 0, "retag": 0,
             "fake_test_cell": 0}
 
 
