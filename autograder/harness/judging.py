@@ -6,9 +6,9 @@ PID namespace) that runs the instructor's cells and no student Python. The grade
 - after the student's kernel ran an answer cell, it asks that kernel to describe the names the
   instructor's answer cell defines (:func:`gemmlab.judge.answers.describe`) and binds them in the
   judge (:func:`gemmlab.judge.answers.bind`);
-- while the judge runs a cell, each call of a student function arrives as a request on the judge's
-  stdin channel; :class:`AnswerBridge` runs it in the student's kernel
-  (:func:`gemmlab.judge.answers.serve`) and sends the plain-data reply back.
+- while the judge runs a cell, each call of a student function is a JSON line on the judge's socket;
+  :class:`AnswerRelay` passes it to the student kernel's socket, where a thread of that kernel runs
+  it (:func:`gemmlab.judge.answers.serve`), and passes the plain-data reply back.
 
 Everything the student's kernel returns is a string the judge decodes with its own types.
 """
@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import ast
 import json
+import select
+import socket
+import threading
 import time
 
-from gemmlab.judge.answers import JUDGE_ENV, REQUEST
+from gemmlab.judge.answers import JUDGE_ENV, MAX_REPLY_CHARS
 
 from .kernel import SandboxedKernel
 
@@ -30,6 +33,10 @@ JUDGE_BOOTSTRAP = (
     "import warnings as __w\n__w.filterwarnings('ignore')\ndel __w\n"
     "import gemmlab.judge.answers\n"
 )
+
+#: Run in the student's kernel after the grader's bootstrap: a thread that answers the judge's calls.
+STUDENT_SERVER = ("__import__('gemmlab.judge.answers', fromlist=['serve_in_background'])"
+                  ".serve_in_background(get_ipython().user_ns)\nNone\n")
 
 #: Seconds the student's kernel may take to describe its answers.
 DESCRIBE_S = 30.0
@@ -61,34 +68,111 @@ def describe(student: SandboxedKernel, names: list[str]) -> str:
                                                        for n in names})
 
 
-def bind_code(description: str) -> str:
-    """Code that binds the described names in the judge's namespace."""
-    return _module_call("bind", description) + "\nNone"
+def bind_code(description: str, given: list[str] = ()) -> str:
+    """Code that binds the described names in the judge's namespace, then runs the instructor's ``given``
+    statements of the answer cells (each on its own: one that fails leaves the student's name bound)."""
+    lines = [_module_call("bind", description)]
+    for code in given:
+        body = "\n".join("    " + line for line in code.splitlines())
+        lines.append(f"try:\n{body}\nexcept Exception:\n    pass")
+    return "\n".join(lines) + "\nNone"
 
 
-class AnswerBridge:
-    """Answers the judge's call requests by running them in the student's kernel before ``deadline``."""
+class AnswerRelay:
+    """Relays whole lines between the judge's socket and the student kernel's: calls one way, replies the other.
 
-    def __init__(self, student: SandboxedKernel) -> None:
-        self.student = student
-        self.deadline = 0.0
-        self.calls = 0
+    Each kernel gets its end of a fresh socket pair at every start (:meth:`pair`), so either kernel can
+    be restarted alone. A line longer than ``MAX_LINE`` (a flood) is dropped and the judge gets an error
+    reply for its last call instead; the grader reads nothing else from either kernel here.
+    """
 
-    def __call__(self, prompt: str) -> str:
-        if not prompt.startswith(REQUEST):
-            return json.dumps({"error": "RuntimeError", "message": "the judge asks only for calls of your functions"})
-        self.calls += 1
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            return json.dumps({"error": "TimeoutError", "message": "the cell's time ran out before this call"})
-        ok, text = self.student.evaluate(_module_call("serve", prompt[len(REQUEST):]), left)
-        if not ok:
-            return json.dumps({"error": "KernelError", "message": f"your notebook's kernel did not answer: {text}"})
-        value = _string_value(text)
-        if value is None:
-            return json.dumps({"error": "KernelError", "message": "your notebook's kernel answered something "
-                                                                 "that is not a reply"})
-        return value
+    MAX_LINE = MAX_REPLY_CHARS
+
+    def __init__(self) -> None:
+        self._ends: dict[str, socket.socket | None] = {"judge": None, "student": None}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gemmlab-answer-relay", daemon=True)
+        self._thread.start()
+
+    def pair(self, side: str) -> socket.socket:
+        """A new socket pair for ``side``'s next kernel: the relay keeps one end, the kernel inherits the other."""
+        mine, theirs = socket.socketpair()
+        mine.setblocking(False)
+        with self._lock:
+            old = self._ends[side]
+            self._ends[side] = mine
+        if old is not None:
+            old.close()
+        return theirs
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for end in self._ends.values():
+            if end is not None:
+                end.close()
+
+    def _run(self) -> None:
+        buffers = {"judge": b"", "student": b""}
+        last_call: object = None
+        while not self._stop.is_set():
+            with self._lock:
+                ends = {side: end for side, end in self._ends.items() if end is not None}
+            if not ends:
+                time.sleep(0.01)
+                continue
+            readable, _, _ = select.select(list(ends.values()), [], [], 0.05)
+            for side, end in ends.items():
+                if end not in readable:
+                    continue
+                try:
+                    chunk = end.recv(1 << 20)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    with self._lock:
+                        if self._ends[side] is end:
+                            self._ends[side] = None
+                    buffers[side] = b""
+                    continue
+                buffers[side] += chunk
+                other = "student" if side == "judge" else "judge"
+                while b"\n" in buffers[side]:
+                    line, buffers[side] = buffers[side].split(b"\n", 1)
+                    if side == "judge":
+                        last_call = _call_id(line)
+                    self._send(other, line, last_call)
+                if len(buffers[side]) > self.MAX_LINE:
+                    buffers[side] = b""
+                    if side == "student":
+                        self._send("judge", json.dumps({"id": last_call, "error": "OutputLimit", "message": (
+                            f"the reply was longer than {self.MAX_LINE:,} characters")}).encode(), last_call)
+
+    def _send(self, side: str, line: bytes, last_call: object) -> None:
+        with self._lock:
+            end = self._ends[side]
+        if end is None:
+            if side == "student":     # no student kernel to ask: the judge's call fails at once
+                self._send("judge", json.dumps({"id": last_call, "error": "KernelError", "message":
+                                                "your notebook's kernel is not running"}).encode(), last_call)
+            return
+        try:
+            end.setblocking(True)
+            end.sendall(line + b"\n")
+        except OSError:
+            pass
+        finally:
+            end.setblocking(False)
 
 
-__all__ = ["AnswerBridge", "DESCRIBE_S", "JUDGE_BOOTSTRAP", "JUDGE_KERNEL_ENV", "bind_code", "describe"]
+def _call_id(line: bytes) -> object:
+    try:
+        call = json.loads(line)
+    except ValueError:
+        return None
+    return call.get("id") if isinstance(call, dict) else None
+
+
+__all__ = ["AnswerRelay", "DESCRIBE_S", "JUDGE_BOOTSTRAP", "JUDGE_KERNEL_ENV", "STUDENT_SERVER", "bind_code",
+           "describe"]

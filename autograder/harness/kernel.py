@@ -17,15 +17,18 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from jupyter_client import KernelManager
 
 from ..records import Limits
+from gemmlab.judge.answers import ANSWER_FD_ENV
+
 from .wellformed import clean_outputs
 from .sandbox import SANDBOX_UID, SandboxSpec, bwrap_prefix, drops_privileges, private_mounts, sandbox_env
 
@@ -201,9 +204,10 @@ class SandboxedKernel:
         self.spec: SandboxSpec | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> None:
+    def start(self, inherit: socket.socket | None = None) -> None:
         """Start a fresh kernel; raises :class:`KernelStartError` with the reason when it cannot,
-        as soon as its process has ended (or after ``limits.startup_s`` without an answer)."""
+        as soon as its process has ended (or after ``limits.startup_s`` without an answer).
+        ``inherit``: a socket the kernel inherits (its descriptor in ``GEMMLAB_ANSWER_FD``); closed here."""
         self.scratch.mkdir(parents=True, exist_ok=True)
         # A fresh run folder: nothing a previous kernel left there (a link in place of the
         # connection file, a socket) is used by the next one.
@@ -211,7 +215,10 @@ class SandboxedKernel:
         self.run_dir.mkdir(parents=True)
         os.chmod(self.scratch, 0o777)   # the kernel runs as nobody
         os.chmod(self.run_dir, 0o777)
-        spec = SandboxSpec(self.scratch, self.run_dir, self.gpu, env=self.extra_env)
+        env = dict(self.extra_env)
+        if inherit is not None:
+            env[ANSWER_FD_ENV] = str(inherit.fileno())
+        spec = SandboxSpec(self.scratch, self.run_dir, self.gpu, env=env)
         self.spec = spec
         km = _SandboxedManager(transport="ipc", ip=str(self.run_dir / "k"),
                                connection_file=str(self.run_dir / "kernel.json"))
@@ -219,11 +226,14 @@ class SandboxedKernel:
         km.kernel_spec.interrupt_mode = "message"
         tail = _OutputTail()
         try:
-            km.start_kernel(env=sandbox_env(spec), cwd=str(self.scratch), stdout=tail.write_fd, stderr=tail.write_fd)
+            km.start_kernel(env=sandbox_env(spec), cwd=str(self.scratch), stdout=tail.write_fd, stderr=tail.write_fd,
+                            pass_fds=(inherit.fileno(),) if inherit is not None else ())
         except Exception as exc:  # noqa: BLE001 - bwrap or the interpreter could not be run at all
             raise KernelStartError(f"its command could not be run: {exc}") from None
         finally:
             tail.close_writer()
+            if inherit is not None:
+                inherit.close()
         kc = km.client()
         kc.start_channels()
         try:
@@ -329,14 +339,13 @@ class SandboxedKernel:
         self._stop_cell(msg_id)
         return False, f"it did not answer within {timeout_s:g} s"
 
-    def execute(self, code: str, timeout_s: float, on_input: Callable[[str], str] | None = None) -> CellRun:
-        """Run ``code``; never raises for anything the code does. ``on_input(prompt)`` answers the
-        code's requests on the stdin channel (none are allowed without it)."""
+    def execute(self, code: str, timeout_s: float) -> CellRun:
+        """Run ``code``; never raises for anything the code does."""
         if self.km is None or not self.alive():
             return CellRun("died", message=describe_exit(self.exit_code))
         limits = self.limits
         t0 = time.monotonic()
-        msg_id = self.kc.execute(code, store_history=True, allow_stdin=on_input is not None)
+        msg_id = self.kc.execute(code, store_history=True, allow_stdin=False)
         outputs: list = []
         sent = 0
         run = CellRun("ok")
@@ -368,8 +377,6 @@ class SandboxedKernel:
                                                   "it was stopped")
                     self.kill()
                     break
-            if on_input is not None:
-                self._answer_stdin(msg_id, on_input)
             try:
                 msg = self.kc.get_iopub_msg(timeout=0.1)
             except queue.Empty:
@@ -421,16 +428,6 @@ class SandboxedKernel:
             if errors:
                 run.status, run.ename, run.evalue = "error", errors[-1].get("ename", ""), errors[-1].get("evalue", "")
         return run
-
-    def _answer_stdin(self, msg_id: str, on_input: Callable[[str], str]) -> None:
-        """Answer the running cell's pending input request, if it made one."""
-        try:
-            msg = self.kc.get_stdin_msg(timeout=0)
-        except queue.Empty:
-            return
-        if msg["parent_header"].get("msg_id") != msg_id or msg["msg_type"] != "input_request":
-            return
-        self.kc.input(on_input(str(msg["content"].get("prompt", ""))))
 
     def _mounts(self) -> list[str]:
         """The kernel's tmpfs mounts whose files count as its memory (none outside a sandbox)."""

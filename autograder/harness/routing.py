@@ -56,6 +56,46 @@ def defined_names(source: str, imports: bool = False) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+#: The markers of the student's part of an instructor's answer cell (nbgrader's solution region).
+SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
+
+
+def solution_lines(source: str) -> set[int]:
+    """Line numbers (1-based) inside the cell's solution regions, the marker lines included."""
+    inside, lines = False, set()
+    for number, line in enumerate(source.splitlines(), 1):
+        if SOLUTION_MARKERS[0] in line:
+            inside = True
+        if inside:
+            lines.add(number)
+        if SOLUTION_MARKERS[1] in line:
+            inside = False
+    return lines
+
+
+def given_statements(source: str) -> list[tuple[list[str], str]]:
+    """The instructor's own top-level definitions and assignments in an answer cell (no line of them in
+    a solution region), as ``(names bound, code)``: e.g. the launcher 08 builds around the student's
+    kernel source. The judge runs them itself, so such an object is the instructor's, made from the
+    student's plain data; nothing of the solution is ever among them."""
+    tree = _parse(source)
+    solution = solution_lines(source)
+    out = []
+    for node in tree.body if tree else []:
+        if not isinstance(node, (ast.FunctionDef, ast.Assign)):
+            continue
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        if isinstance(node, ast.FunctionDef) and node.decorator_list:
+            continue                      # decorated (a DSL kernel): the student's process builds it
+        if any(n in solution for n in range(first, (node.end_lineno or node.lineno) + 1)):
+            continue
+        code = ast.get_source_segment(source, node, padded=False) or ""
+        names = [node.name] if isinstance(node, ast.FunctionDef) else [n for t in node.targets for n in _targets(t)]
+        if names and code:
+            out.append((names, code))
+    return out
+
+
 def _decorator_name(node: ast.expr) -> str:
     if isinstance(node, ast.Call):
         node = node.func
@@ -99,4 +139,5 @@ def dsl_dependencies(source_nb) -> dict[str, frozenset[str]]:
     return out
 
 
-__all__ = ["DSL_DECORATORS", "defined_names", "dsl_dependencies", "dsl_names", "used_names"]
+__all__ = ["DSL_DECORATORS", "SOLUTION_MARKERS", "defined_names", "dsl_dependencies", "dsl_names", "given_statements",
+           "solution_lines", "used_names"]

@@ -32,9 +32,9 @@ from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts,
 from . import inkernel
 from .assemble import Assembled, assemble, grade_id, is_answer, is_graded, needs_arch, needs_gpu, notebook_needs_gpu
 from .device import gpu_arch, missing_gpu
-from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, JUDGE_KERNEL_ENV, AnswerBridge, bind_code, describe
+from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, JUDGE_KERNEL_ENV, STUDENT_SERVER, AnswerRelay, bind_code, describe
 from .kernel import CellRun, SandboxedKernel
-from .routing import defined_names, dsl_dependencies
+from .routing import defined_names, dsl_dependencies, given_statements
 from .outputs import for_feedback, hidden_lines, take_published, withhold
 from .wellformed import clean_notebook, clean_outputs
 
@@ -117,6 +117,7 @@ class _Kernels:
                                      extra_env=JUDGE_KERNEL_ENV)
         self.module = inkernel.new_module_name()
         self.done: dict[str, list[int]] = {"student": [], "judge": []}
+        self.relay = AnswerRelay()
 
     def kernel(self, side: str) -> SandboxedKernel:
         return self.student if side == "student" else self.judge
@@ -124,10 +125,10 @@ class _Kernels:
     def start(self, side: str, name: str) -> None:
         kernel = self.kernel(side)
         try:
-            kernel.start()
+            kernel.start(inherit=self.relay.pair(side))
         except Exception as exc:  # noqa: BLE001 - any failure to start is the grader's
             raise InfraError(f"{name}: {exc}") from exc
-        code = inkernel.bootstrap_code(self.module) if side == "student" else JUDGE_BOOTSTRAP
+        code = inkernel.bootstrap_code(self.module) + STUDENT_SERVER if side == "student" else JUDGE_BOOTSTRAP
         run = kernel.execute(code, timeout_s=BOOTSTRAP_S)
         if run.status != "ok":
             kernel.kill()
@@ -137,6 +138,7 @@ class _Kernels:
     def kill(self) -> None:
         self.student.kill()
         self.judge.kill()
+        self.relay.close()
 
 
 class _NotebookGrader:
@@ -153,7 +155,9 @@ class _NotebookGrader:
         self.answer_names = {grade_id(c): defined_names(c.source) for c in source.cells
                              if c.cell_type == "code" and is_answer(c)}
         self.dsl_deps = dsl_dependencies(source)
-        self.bridge = AnswerBridge(self.kernels.student)
+        self.given = {grade_id(c): given_statements(c.source) for c in source.cells
+                      if c.cell_type == "code" and is_answer(c)}
+        self.answered: list[str] = []         # grade_ids of the answer cells run so far
         self.answers: list[str] = []          # names of the answer cells run so far, in order
         self.described: dict[str, Any] = {}   # the student's kernel's last description of them
         self.bound = True                     # whether the judge holds the student's current answers
@@ -191,7 +195,10 @@ class _NotebookGrader:
             self.described = parsed if isinstance(parsed, dict) else {}
         except ValueError:
             self.described = {}
-        self.kernels.judge.execute(bind_code(description), timeout_s=DESCRIBE_S)
+        made = {n for n, info in self.described.items() if isinstance(info, dict)
+                and info.get("kind") in ("function", "opaque")}
+        given = [code for gid in self.answered for names, code in self.given.get(gid, []) if set(names) <= made]
+        self.kernels.judge.execute(bind_code(description, given), timeout_s=DESCRIBE_S + 30 * len(given))
         self.bound = True
 
     def _in_student(self, gid: str) -> bool:
@@ -247,8 +254,9 @@ class _NotebookGrader:
         timeout = min(_cell_timeout(cell, self.limits), left)
         if side == "judge":
             self._bind()
-            self.bridge.deadline = time.monotonic() + timeout
-            run = kernel.execute(cell.source, timeout_s=timeout, on_input=self.bridge)
+            run = kernel.execute(cell.source, timeout_s=timeout)
+            if run.status == "timeout":           # a call may be stuck in the student's kernel: start it afresh
+                self.kernels.student.kill()
         else:
             run = kernel.execute(cell.source, timeout_s=timeout)
             self.bound = False
@@ -293,6 +301,7 @@ class _NotebookGrader:
                 cell.outputs = shown
                 if is_answer(cell):
                     self.answers = list(dict.fromkeys(self.answers + self.answer_names.get(gid, [])))
+                    self.answered = list(dict.fromkeys(self.answered + [gid]))
                     self.bound = False
                 if not graded:
                     continue

@@ -14,10 +14,11 @@ bound there by :func:`bind` from a description the student's kernel gave (:func:
   function with tensors (a launch: :class:`NeedsStudentProcess`);
 - anything else is an :class:`Opaque` that fails every use with what it was.
 
-The two kernels never talk directly. A call is a line on the judge's stdin channel
-(``input(REQUEST + json)``); the grader, which drives both kernels, answers it by running
-:func:`serve` in the student's kernel. Outside grading (``GEMMLAB_JUDGE`` unset) none of this is
-used: a notebook's tests call the student's objects directly, with the same messages.
+The two kernels never share anything but a socket each to the grader, which relays whole lines
+between them (``GEMMLAB_ANSWER_FD`` names the socket's file descriptor, inherited at start): the
+judge writes a call as one JSON line, a thread of the student's kernel (:func:`serve_in_background`)
+runs :func:`serve` and writes the reply as one line. Outside grading (``GEMMLAB_JUDGE`` unset) none
+of this is used: a notebook's tests call the student's objects directly, with the same messages.
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ from .errors import JudgeError
 
 #: Environment variable set in the judge's kernel.
 JUDGE_ENV = "GEMMLAB_JUDGE"
-#: Prefix of a call request on the judge's stdin channel; the grader answers lines that start with it.
-REQUEST = "\x1egemmlab-answer-call:"
+#: Environment variable holding the file descriptor of a kernel's socket to the grader's relay.
+ANSWER_FD_ENV = "GEMMLAB_ANSWER_FD"
 #: Longest answer reply the judge reads.
 MAX_REPLY_CHARS = plain.MAX_CHARS + 4096
 
@@ -83,46 +84,111 @@ def describe(namespace: dict[str, Any], names: list[str]) -> str:
 
             kind = str(getattr(value, "_decorator_kind", "") or type(value).__qualname__)
             out[name] = {"kind": "dsl", "type": kind, "done": bool(function_done(value))}
-        elif callable(value) and not isinstance(value, type):
-            out[name] = {"kind": "function"}
-        else:
-            try:
-                out[name] = {"kind": "value", "data": plain.encode(value, name)}
-            except plain.NotPlainData as exc:
+            continue
+        try:                                  # plain data first: a layout is callable, yet a value
+            out[name] = {"kind": "value", "data": plain.encode(value, name)}
+        except plain.NotPlainData as exc:
+            if callable(value) and not isinstance(value, type):
+                out[name] = {"kind": "function"}
+            else:
                 out[name] = {"kind": "opaque", "why": str(exc)}
     return json.dumps(out)
 
 
 def serve(namespace: dict[str, Any], request: str) -> str:
-    """Run one call the judge asked for in the student's ``namespace``; the result or error as JSON."""
+    """Run one call the judge asked for in the student's ``namespace``; the result or error as JSON
+    (with the request's ``id``)."""
     try:
         call = json.loads(request)
+        ident = call.get("id")
+    except Exception as exc:  # noqa: BLE001 - a broken request is reported, never raised here
+        return json.dumps({"error": type(exc).__name__, "message": str(exc)[:2000]})
+    return json.dumps({"id": ident, **_run_call(namespace, call)})
+
+
+def _run_call(namespace: dict[str, Any], call: Any) -> dict[str, Any]:
+    try:
         name = call["name"]
         args = plain.decode(call["args"])
         kwargs = plain.decode(call["kwargs"])
         fn = namespace[name]
     except Exception as exc:  # noqa: BLE001 - a broken request is reported, never raised here
-        return json.dumps({"error": type(exc).__name__, "message": str(exc)[:2000]})
+        return {"error": type(exc).__name__, "message": str(exc)[:2000]}
     try:
         result = fn(*args, **kwargs)
     except BaseException as exc:  # noqa: BLE001 - the student's exception is data for the judge
-        return json.dumps({"error": type(exc).__name__, "message": str(exc)[:4000]})
+        return {"error": type(exc).__name__, "message": str(exc)[:4000]}
     try:
-        return json.dumps({"result": plain.encode(result, f"the value {name}(...) returned")})
+        return {"result": plain.encode(result, f"the value {name}(...) returned")}
     except plain.NotPlainData as exc:
-        return json.dumps({"error": "NotPlainData", "message": str(exc)})
+        return {"error": "NotPlainData", "message": str(exc)}
+
+
+def _lines(sock: Any) -> Any:
+    """Whole lines (without the newline) read from ``sock``; ends when it closes."""
+    buffer = b""
+    while True:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            return
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            yield line.decode("utf-8", "replace")
+
+
+def serve_in_background(namespace: dict[str, Any]) -> bool:
+    """In the student's kernel while grading: answer the judge's calls in a daemon thread; False if not grading."""
+    import socket
+    import threading
+
+    fd = os.environ.get(ANSWER_FD_ENV, "")
+    if not fd.isdigit():
+        return False
+    sock = socket.socket(fileno=int(fd))
+
+    def loop() -> None:
+        for line in _lines(sock):
+            sock.sendall(serve(namespace, line).encode() + b"\n")
+
+    threading.Thread(target=loop, name="gemmlab-answers", daemon=True).start()
+    return True
 
 
 # ---------------------------------------------------------------- the judge's side
 
-def _ask(request: dict[str, Any]) -> str:
-    import builtins
+class SocketChannel:
+    """The judge's end: one JSON line out per call, the reply with the same id back."""
 
-    return builtins.input(REQUEST + json.dumps(request, separators=(",", ":")))
+    def __init__(self) -> None:
+        self._sock: Any = None
+        self._lines: Any = None
+        self._next = 0
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        import socket
+
+        if self._sock is None:
+            fd = os.environ.get(ANSWER_FD_ENV, "")
+            if not fd.isdigit():
+                raise AnswerError("this judge has no connection to a notebook's kernel (it runs only in the grader).")
+            self._sock = socket.socket(fileno=int(fd))
+            self._lines = _lines(self._sock)
+        self._next += 1
+        ident = self._next
+        self._sock.sendall(json.dumps({"id": ident, **request}, separators=(",", ":")).encode() + b"\n")
+        for line in self._lines:
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(reply, dict) and reply.get("id") == ident:
+                return line
+        raise AnswerError("your notebook's kernel closed the connection (it was restarted or ended).")
 
 
-#: How the judge sends a request and waits for the reply (the stdin channel; tests may replace it).
-channel: Callable[[dict[str, Any]], str] = _ask
+#: How the judge sends a request and waits for the reply (tests may replace it).
+channel: Callable[[dict[str, Any]], str] = SocketChannel()
 
 
 def _holds_tensor(values: tuple, depth: int = 0) -> bool:
@@ -243,6 +309,6 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
     return bound
 
 
-__all__ = ["Answer", "AnswerError", "DslAnswer", "JUDGE_ENV", "NeedsStudentProcess", "Opaque", "REQUEST",
-           "StudentProcessOnly",
+__all__ = ["ANSWER_FD_ENV", "Answer", "AnswerError", "DslAnswer", "JUDGE_ENV", "NeedsStudentProcess", "Opaque", "SocketChannel",
+           "StudentProcessOnly", "serve_in_background",
            "bind", "channel", "describe", "in_judge", "serve"]

@@ -15,7 +15,6 @@ import nbformat
 import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
-os.environ.setdefault("GEMMLAB_HIDE_GPU", "1")
 
 from tests.support import ROOT  # noqa: E402
 
@@ -37,7 +36,19 @@ def _run(ns: dict, name: str, source: str, folder: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def notebook():
+def hidden_gpu():
+    """gemmlab sees no GPU while this module's notebook cells run (only these tests, never the session)."""
+    from gemmlab import gpu as gpu_module
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(gpu_module.HIDE_ENV, "1")
+        gpu_module.refresh()
+        yield
+    gpu_module.refresh()
+
+
+@pytest.fixture(scope="module")
+def notebook(hidden_gpu):
     import matplotlib
 
     matplotlib.use("Agg")

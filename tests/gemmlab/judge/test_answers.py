@@ -149,3 +149,22 @@ def test_a_call_with_tensors_is_a_launch_the_grader_runs_in_the_students_process
     with pytest.raises(answers.NeedsStudentProcess):
         judge["my_gemm"]([A], {"B": A}, None)
     assert not issubclass(answers.NeedsStudentProcess, Exception), "no `except Exception` may swallow it"
+
+
+def test_calls_cross_a_socket_pair_as_json_lines(monkeypatch) -> None:
+    """The wire the grader relays: the student's serving thread on one end, the judge's channel on the other."""
+    import socket
+
+    student_end, judge_end = socket.socketpair()
+    student = {"double": lambda x: 2 * x, "boom": lambda: 1 / 0}
+    monkeypatch.setenv(answers.ANSWER_FD_ENV, str(student_end.fileno()))
+    assert answers.serve_in_background(student)
+    monkeypatch.setenv(answers.ANSWER_FD_ENV, str(judge_end.fileno()))
+    monkeypatch.setattr(answers, "channel", answers.SocketChannel())
+    judge: dict = {}
+    answers.bind(judge, answers.describe(student, ["double", "boom"]))
+    assert [judge["double"](i) for i in range(200)] == [2 * i for i in range(200)]
+    with pytest.raises(answers.AnswerError, match="ZeroDivisionError"):
+        judge["boom"]()
+    monkeypatch.delenv(answers.ANSWER_FD_ENV)
+    assert not answers.serve_in_background(student), "outside grading no thread starts"
