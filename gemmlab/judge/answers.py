@@ -158,12 +158,25 @@ def serve_in_background(namespace: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------- the judge's side
 
 class SocketChannel:
-    """The judge's end: one JSON line out per call, the reply with the same id back."""
+    """The judge's end: one JSON line out per call, the reply with the same id back.
+
+    Reads through its own buffer (no generator), so a call interrupted by the cell's time limit leaves
+    the channel usable: its late reply is skipped by id.
+    """
 
     def __init__(self) -> None:
         self._sock: Any = None
-        self._lines: Any = None
+        self._buffer = b""
         self._next = 0
+
+    def _line(self) -> str:
+        while b"\n" not in self._buffer:
+            chunk = self._sock.recv(1 << 20)
+            if not chunk:
+                raise AnswerError("your notebook's kernel closed the connection (it was restarted or ended).")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode("utf-8", "replace")
 
     def __call__(self, request: dict[str, Any]) -> str:
         import socket
@@ -173,18 +186,17 @@ class SocketChannel:
             if not fd.isdigit():
                 raise AnswerError("this judge has no connection to a notebook's kernel (it runs only in the grader).")
             self._sock = socket.socket(fileno=int(fd))
-            self._lines = _lines(self._sock)
         self._next += 1
         ident = self._next
         self._sock.sendall(json.dumps({"id": ident, **request}, separators=(",", ":")).encode() + b"\n")
-        for line in self._lines:
+        while True:
+            line = self._line()
             try:
                 reply = json.loads(line)
             except ValueError:
                 continue
             if isinstance(reply, dict) and reply.get("id") == ident:
                 return line
-        raise AnswerError("your notebook's kernel closed the connection (it was restarted or ended).")
 
 
 #: How the judge sends a request and waits for the reply (tests may replace it).

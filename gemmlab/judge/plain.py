@@ -2,7 +2,7 @@
 
 Why: the judge (the process that runs the instructor's tests) must never hold an object a student
 made. Whatever crosses is rebuilt from JSON by :func:`decode` into the judge's own types: numbers,
-strings, ``None``, booleans, tuples, lists and dicts of them, numpy arrays, and gemmlab layouts and
+strings, ``None``, booleans, tuples, lists, sets and dicts of them, numpy arrays, and gemmlab layouts and
 swizzles. An always-equal object, a subclass with a patched ``__eq__`` or a lazy proxy cannot be
 expressed: :func:`encode` refuses it with a message saying what was returned instead, and
 :func:`decode` accepts only the shapes written here, within size and depth limits.
@@ -79,6 +79,8 @@ def _encode(value: Any, where: str, depth: int) -> Any:
         return {"t": "tuple", "v": [_encode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]}
     if kind is list:
         return [_encode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if kind in (set, frozenset):
+        return {"t": kind.__name__, "v": [_encode(v, f"an element of {where}", depth + 1) for v in value]}
     if kind is dict:
         return {"t": "dict", "v": [[_encode(k, f"a key of {where}", depth + 1), _encode(v, f"{where}[{k!r}]", depth + 1)]
                                    for k, v in value.items()]}
@@ -92,7 +94,7 @@ def _encode(value: Any, where: str, depth: int) -> Any:
     if module.startswith("gemmlab.layout") or module.startswith("pycute"):
         return _layout(value, where, depth)
     raise NotPlainData(f"{where} is a {_type_name(value)}, not plain data (numbers, strings, None, bools, "
-                       "tuples, lists, dicts, arrays, layouts).")
+                       "tuples, lists, sets, dicts, arrays, layouts).")
 
 
 def _layout(value: Any, where: str, depth: int) -> dict[str, Any]:
@@ -164,6 +166,12 @@ def _decode(node: Any, depth: int) -> Any:
     tag = node.get("t")
     if tag == "tuple" and isinstance(node.get("v"), list):
         return tuple(_decode(v, depth + 1) for v in node["v"])
+    if tag in ("set", "frozenset") and isinstance(node.get("v"), list):
+        items = [_decode(v, depth + 1) for v in node["v"]]
+        try:
+            return set(items) if tag == "set" else frozenset(items)
+        except TypeError:
+            raise NotPlainData("the elements of a set must be hashable.") from None
     if tag == "dict" and isinstance(node.get("v"), list):
         out = {}
         for pair in node["v"]:

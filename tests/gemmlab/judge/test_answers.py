@@ -39,7 +39,7 @@ def linked(monkeypatch):
 
 
 @pytest.mark.parametrize("value", [0, -3, 2**80, 1.5, math.inf, "text", None, True, (1, (2, 3)), [1, [2]],
-                                   {"a": (1, 2), 3: None}])
+                                   {"a": (1, 2), 3: None}, {1, (2, 3)}, frozenset({"x"})])
 def test_plain_values_cross_unchanged(value) -> None:
     assert plain.decode(plain.encode(value)) == value
     assert type(plain.decode(plain.encode(value))) is type(value)
@@ -67,6 +67,7 @@ def test_nan_arrays_tensors_and_layouts_are_rebuilt_from_the_judges_own_types() 
     lambda: type("Anything", (), {"__eq__": lambda s, o: True})(),
     lambda: np.array([object()]),
     lambda: (1, [2, {3: lambda: 0}]),
+    lambda: {1, (2, object())},
 ])
 def test_objects_a_student_made_are_not_plain_data(make) -> None:
     with pytest.raises(plain.NotPlainData, match="not plain data|dtype"):
