@@ -134,7 +134,12 @@ class AnswerRelay:
                     with self._lock:
                         if self._ends[side] is end:
                             self._ends[side] = None
+                    end.close()
                     buffers[side] = b""
+                    if side == "student":     # the kernel ended: the call it was answering never will be
+                        self._send("judge", json.dumps({"id": last_call, "error": "KernelError", "message":
+                                                        "your notebook's kernel ended during this call"}).encode(),
+                                   last_call)
                     continue
                 buffers[side] += chunk
                 other = "student" if side == "judge" else "judge"

@@ -33,7 +33,7 @@ from . import inkernel
 from .assemble import Assembled, assemble, grade_id, is_answer, is_graded, needs_arch, needs_gpu, notebook_needs_gpu
 from .device import gpu_arch, missing_gpu
 from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, JUDGE_KERNEL_ENV, STUDENT_SERVER, AnswerRelay, bind_code, describe
-from .kernel import CellRun, SandboxedKernel
+from .kernel import CellRun, SandboxedKernel, describe_exit
 from .routing import defined_names, dsl_dependencies, given_statements
 from .outputs import for_feedback, hidden_lines, take_published, withhold
 from .wellformed import clean_notebook, clean_outputs
@@ -85,6 +85,16 @@ def _partial_score(run: CellRun, points: float) -> float:
             if 0 <= value <= points:
                 return value
     return points
+
+
+def _alive_after(kernel: SandboxedKernel, wait_s: float) -> bool:
+    """Whether ``kernel`` is still alive ``wait_s`` from now (a kernel that just ended gets time to be seen)."""
+    end = time.monotonic() + wait_s
+    while kernel.alive():
+        if time.monotonic() >= end:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def leaves_gpu_unusable(run: CellRun) -> bool:
@@ -255,8 +265,12 @@ class _NotebookGrader:
         if side == "judge":
             self._bind()
             run = kernel.execute(cell.source, timeout_s=timeout)
+            student = self.kernels.student
             if run.status == "timeout":           # a call may be stuck in the student's kernel: start it afresh
-                self.kernels.student.kill()
+                student.kill()
+            elif (run.status == "error" and "your notebook's kernel" in run.evalue and student.km is not None
+                  and not _alive_after(student, 1.0)):
+                run.evalue = f"{run.evalue} ({describe_exit(student.exit_code)} while this test called it)"
         else:
             run = kernel.execute(cell.source, timeout_s=timeout)
             self.bound = False
