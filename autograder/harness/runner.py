@@ -270,7 +270,8 @@ class _NotebookGrader:
                 student.kill()
             elif (run.status == "error" and "your notebook's kernel" in run.evalue and student.km is not None
                   and not _alive_after(student, 1.0)):
-                run.evalue = f"{run.evalue} ({describe_exit(student.exit_code)} while this test called it)"
+                run = CellRun("died", run.outputs, seconds=run.seconds,
+                              message=f"{describe_exit(student.exit_code)} while this test called your code")
         else:
             run = kernel.execute(cell.source, timeout_s=timeout)
             self.bound = False
