@@ -171,6 +171,7 @@ class _NotebookGrader:
         self.answers: list[str] = []          # names of the answer cells run so far, in order
         self.described: dict[str, Any] = {}   # the student's kernel's last description of them
         self.bound = True                     # whether the judge holds the student's current answers
+        self.index = 0                        # the cell being graded
 
     # ------------------------------------------------------------ kernels
     def _revive(self, side: str, index: int) -> str:
@@ -195,7 +196,13 @@ class _NotebookGrader:
         return ""
 
     def _bind(self) -> None:
-        """Give the judge the student's current answers (after the student's kernel ran anything)."""
+        """Give the judge the student's current answers (after the student's kernel ran anything, or after
+        it ended: a fresh one replays the cells so far, so its answers exist again)."""
+        student = self.kernels.student
+        if self.answers and not student.alive():
+            student.kill()
+            if self._revive("student", self.index) == "":
+                self.bound = False
         if self.bound or not self.answers:
             self.bound = True
             return
@@ -297,6 +304,7 @@ class _NotebookGrader:
         self.kernels.start("judge", self.name)
         try:
             for index, cell in enumerate(self.nb.cells):
+                self.index = index
                 graded = is_graded(cell)
                 points = float(cell.metadata.get("nbgrader", {}).get("points", 0) or 0)
                 gid = grade_id(cell)
