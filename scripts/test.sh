@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
 # Set up (if needed) and run the test suite. GPU tests run when a GPU is present, else skip.
+# Without a GPU the tests run in one process per CPU core (pytest-xdist), a test file per process at a
+# time, so a file's expensive fixtures (a course, a compiled kernel) are made once. With a GPU they run
+# in one process, so the tests that time kernels have the GPU to themselves. GEMMLAB_TEST_JOBS=N chooses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --with-browser
-exec .venv/bin/python -m pytest "$@"
+default=auto
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then default=1; fi
+jobs="${GEMMLAB_TEST_JOBS:-$default}"
+if [ "$jobs" = "1" ]; then
+  exec .venv/bin/python -m pytest "$@"
+fi
+exec .venv/bin/python -m pytest -n "$jobs" --dist loadfile "$@"
