@@ -58,7 +58,8 @@ def _string_value(text: str) -> str | None:
 
 
 def describe(student: SandboxedKernel, names: list[str]) -> str:
-    """The student's kernel's description of ``names`` (JSON); each missing if it cannot answer."""
+    """The student's kernel's description of ``names`` (JSON); each one not plain data ("opaque", with
+    the reason) when the kernel cannot answer, so every test that uses it fails saying why."""
     if not names:
         return "{}"
     ok, text = student.evaluate(_module_call("describe", list(names)), DESCRIBE_S)

@@ -60,10 +60,6 @@ def in_judge() -> bool:
 
 # ---------------------------------------------------------------- the student's side
 
-def _value_of(namespace: dict[str, Any], name: str) -> Any:
-    return namespace[name]
-
-
 def _is_dsl(value: Any) -> bool:
     """A CuTe DSL ``@cute.kernel``/``@cute.jit`` function (a wrapper the DSL made) or a DSL object."""
     module = getattr(type(value), "__module__", "") or ""
@@ -78,7 +74,7 @@ def describe(namespace: dict[str, Any], names: list[str]) -> str:
         if name not in namespace:
             out[name] = {"kind": "missing"}
             continue
-        value = _value_of(namespace, name)
+        value = namespace[name]
         if _is_dsl(value):
             from ..nbhelpers import function_done
 
