@@ -13,6 +13,7 @@ status and the last lines it printed, or that it never answered.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
@@ -22,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from jupyter_client import KernelManager
 
@@ -185,6 +186,22 @@ class _SandboxedManager(KernelManager):
             os.chown(self.connection_file, SANDBOX_UID, SANDBOX_UID)
 
 
+@contextlib.contextmanager
+def _interrupts_unblocked() -> Iterator[None]:
+    """Start children with SIGINT unblocked. A kernel is interrupted by a SIGINT it sends itself, and a
+    child inherits its parent thread's signal mask: Ray runs tasks in threads that block SIGINT, so a
+    kernel started there could never be interrupted, and a cell that runs past its limit lost the whole
+    kernel (and the grade its earlier cells earned) instead of just that cell."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 class SandboxedKernel:
     """A Python kernel in a sandbox with a private ``scratch`` directory, fresh at every start
     (a restart replays cells; nothing the previous kernel wrote is there).
@@ -226,8 +243,9 @@ class SandboxedKernel:
         km.kernel_spec.interrupt_mode = "message"
         tail = _OutputTail()
         try:
-            km.start_kernel(env=sandbox_env(spec), cwd=str(self.scratch), stdout=tail.write_fd, stderr=tail.write_fd,
-                            pass_fds=(inherit.fileno(),) if inherit is not None else ())
+            with _interrupts_unblocked():
+                km.start_kernel(env=sandbox_env(spec), cwd=str(self.scratch), stdout=tail.write_fd,
+                                stderr=tail.write_fd, pass_fds=(inherit.fileno(),) if inherit is not None else ())
         except Exception as exc:  # noqa: BLE001 - bwrap or the interpreter could not be run at all
             raise KernelStartError(f"its command could not be run: {exc}") from None
         finally:

@@ -267,3 +267,31 @@ def test_a_kernel_that_stops_answering_is_stopped_within_seconds(tmp_path: Path,
         k.kill()
     assert run.status == "died" and "did not answer" in run.message, (run.status, run.message)
     assert took < 15
+
+
+# --------------------------------------------------------------------------- interrupts
+def test_a_kernel_started_where_sigint_is_blocked_can_still_be_interrupted(tmp_path: Path) -> None:
+    """Ray runs tasks in threads that block SIGINT, and a child inherits the mask: a kernel started
+    there ignored the interrupt, so a cell past its limit cost the whole kernel and what it held."""
+    import signal
+    import threading
+
+    seen: dict = {}
+
+    def grade_in_a_blocking_thread() -> None:   # the kernel lives as long as the thread that started it
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        k = _kernel(tmp_path)
+        try:
+            seen["set"] = k.execute("kept = 41", 30).status
+            seen["loop"] = k.execute("while True:\n    pass", 3).status
+            seen["alive"] = k.alive()
+            seen["kept"] = _value(k, "print(kept + 1)") if seen["alive"] else None
+        finally:
+            k.kill()
+
+    t = threading.Thread(target=grade_in_a_blocking_thread)
+    t.start()
+    t.join()
+    assert seen.get("set") == "ok" and seen.get("loop") == "timeout", seen
+    assert seen["alive"], "the interrupt did not stop the cell: the kernel had to be killed"
+    assert seen["kept"] == 42, "the kernel's earlier state is gone"
