@@ -10,6 +10,9 @@ driver alone writes results (``on_result``), keyed by (assignment, student, atte
 overwriting, so a retried or repeated task can never count twice, and the driver reports every
 job that still has no result at the end instead of dropping it.
 
+Jobs start longest first (:func:`longest_first`, guessed from the instructor's notebooks), so a
+long notebook never starts alone at the end of a run.
+
 ``grade`` is what a worker does with a job: :func:`~autograder.harness.runner.grade_submission`
 unless the caller passes another function with the same contract.
 """
@@ -33,6 +36,20 @@ OnError = Callable[[GradeJob, str], None]
 def needs_gpu(job: GradeJob) -> bool:
     """Whether any notebook of the job has a test the instructor marked as needing a GPU."""
     return any(notebook_needs_gpu(parts.source) for parts in job.notebooks.values())
+
+
+def expected_cost(job: GradeJob) -> tuple[bool, int]:
+    """A guess at how long a job takes, from the instructor's notebooks alone: GPU jobs first, then
+    more code cells. Why: started last, one long notebook keeps every other worker idle at the end of
+    a run; started first, it overlaps the short ones."""
+    cells = sum(1 for parts in job.notebooks.values() if isinstance(parts.source, dict)
+                for c in parts.source.get("cells", []) if isinstance(c, dict) and c.get("cell_type") == "code")
+    return needs_gpu(job), cells
+
+
+def longest_first(jobs: list[GradeJob]) -> list[GradeJob]:
+    """The jobs in the order to start them: by :func:`expected_cost`, the longest first (stable)."""
+    return sorted(jobs, key=expected_cost, reverse=True)
 
 
 class _Slots:
@@ -89,7 +106,7 @@ def grade_local(jobs: list[GradeJob], gpus: list[str | None], on_result: OnResul
 
     report, raise_failures = _error_sink(on_error)
     with ThreadPoolExecutor(max_workers=max(1, len(gpus or [None]))) as pool:
-        for f in [pool.submit(work, job) for job in jobs]:
+        for f in [pool.submit(work, job) for job in longest_first(jobs)]:
             f.result()
     raise_failures()
 
@@ -138,7 +155,8 @@ def grade_ray(jobs: list[GradeJob], on_result: OnResult, address: str | None = N
 
     report, raise_failures = _error_sink(on_error)
     try:
-        pending = {task.options(num_gpus=gpus_per_task if needs_gpu(job) else 0).remote(job): job for job in jobs}
+        pending = {task.options(num_gpus=gpus_per_task if needs_gpu(job) else 0).remote(job): job
+                   for job in longest_first(jobs)}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             ref = done[0]

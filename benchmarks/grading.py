@@ -3,7 +3,9 @@
 Prints three tables (run on a GPU machine with bubblewrap on PATH):
 
 1. one complete submission (every assignment, the solutions handed in) graded on one GPU;
-2. throughput: N complete submissions on 1 GPU, then on 2 GPUs (one worker each), and the speed-up;
+2. throughput: N complete submissions (one in five hostile) on 1 GPU, then on 2, through the local
+   workers and through a local Ray cluster: the speed-up, whether every grade equals the 1-GPU run's,
+   and the capstone's graded timings against a solo run's noise interval;
 3. 50 submissions, one in five hostile (hangs, os._exit, endless output, edited tests, torch.matmul
    instead of the kernel, a malformed cell, and the cheats that used to work in the student's kernel:
    an always-equal answer, a redefined helper, patched builtins and comparisons, a trace hook, an
@@ -12,7 +14,7 @@ Prints three tables (run on a GPU machine with bubblewrap on PATH):
 
     python benchmarks/grading.py                          # all three
     python benchmarks/grading.py --only one --assignments 00_gpu_and_roofline
-    python benchmarks/grading.py --only scale --students 8 --gpus 0,1
+    python benchmarks/grading.py --only scale --students 5 --gpus 0,1 --workers-per-gpu 4 --mode both
     python benchmarks/grading.py --only hostile --students 50
 """
 from __future__ import annotations
@@ -34,13 +36,18 @@ from autograder.console import table  # noqa: E402
 from autograder.course import Course  # noqa: E402
 from autograder.harness.store import gradebook_scores  # noqa: E402
 from autograder.records import GradeJob, Limits, SubmissionResult  # noqa: E402
+from gemmlab.bench import BenchResult  # noqa: E402
+from gemmlab.errors import GemmlabError  # noqa: E402
+from gemmlab.spread import LEVEL  # noqa: E402
 
 
-def _course(assignments: list[str]) -> Course:
+def _course(assignments: list[str], source: Path = ROOT) -> Course:
+    """A fresh course folder with these assignments of ``source`` (its solutions/ and course/)."""
     root = Path(tempfile.mkdtemp(prefix="gemmlab-gradebench-"))
     for a in assignments:
-        shutil.copytree(ROOT / "solutions" / a, root / "solutions" / a)
-        shutil.copytree(ROOT / "course" / a, root / "course" / a)
+        shutil.copytree(source / "solutions" / a, root / "solutions" / a)
+        if (source / "course" / a).is_dir():    # else the release nbgrader generates
+            shutil.copytree(source / "course" / a, root / "course" / a)
     c = Course(root)
     for a in assignments:
         c.ensure_gradebook(a)
@@ -107,11 +114,12 @@ def _jobs(c: Course, assignments: list[str], students: list[str], limits: Limits
     kinds = [*HOSTILE_LINES, *SHAPE_KINDS]
     jobs = []
     for i, s in enumerate(students):
-        for a in assignments:
+        for j, a in enumerate(assignments):
             for name in c.notebooks(a):
                 nb = _handed_in(c, a, name)
                 if hostile_every and i % hostile_every == hostile_every - 1:
-                    nb = _hostile(nb, kinds[(i // hostile_every) % len(kinds)])
+                    # a hostile student tries another kind in each assignment, so few students cover them all
+                    nb = _hostile(nb, kinds[(i // hostile_every + j) % len(kinds)])
                 folder = c.submitted / s / a
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / name).write_text(json.dumps(nb))
@@ -151,7 +159,7 @@ ELEMENTWISE_CAPSTONE = ("\ndef capstone_gemm(A, B, D):\n"
 def bench_one(args, limits) -> None:
     """One complete honest submission (the target), the untouched release (must score 0) and, where the
     capstone is graded, a capstone computed by torch elementwise work (must lose its correctness and speed points)."""
-    c = _course(args.assignments)
+    c = _course(args.assignments, args.course_root)
     jobs = _jobs(c, args.assignments, ["one"], limits, not args.no_sandbox)
     took, results = _grade(c, jobs, args.gpus[:args.workers_per_gpu])   # the first GPU's workers
     rows = [["honest", a, f"{results[('one', a)].score:g}/{results[('one', a)].max_score:g}",
@@ -192,24 +200,136 @@ def _not_passed(r: SubmissionResult) -> str:
     return ", ".join(f"{c.grade_id} ({c.status})" for c in r.cells if c.status != "passed")[:120]
 
 
-def bench_scale(args, limits) -> None:
-    rows = []
-    times = {}
-    for n_gpu in (1, 2):
-        if n_gpu * args.workers_per_gpu > len(args.gpus):
+CAPSTONE, SPEED_TEST = "09_capstone", "test_capstone_speed_slow"
+
+
+def _timings(r: SubmissionResult) -> dict[tuple, "BenchResult"]:
+    """The capstone speed test's graded timings (bench_gemm results it published), by (shape, dtype)."""
+    from gemmlab.bench import BenchResult
+
+    return {(tuple(b.shape), b.dtype): b for cell in r.cells if cell.grade_id == SPEED_TEST
+            for b in (BenchResult.from_dict(p.data) for p in cell.results if p.kind == "bench")}
+
+
+def _grade_ray(c: Course, jobs: list[GradeJob], gpus: list[str], workers_per_gpu: int
+               ) -> tuple[float, dict[tuple[str, str], SubmissionResult]]:
+    """Grade on a Ray cluster started here for the run: ``len(gpus)`` GPUs, ``workers_per_gpu`` tasks
+    on each (a fractional GPU per task), as many CPU slots as the local workers would have."""
+    import os
+
+    import ray
+
+    results: dict[tuple[str, str], SubmissionResult] = {}
+
+    def on_result(r: SubmissionResult) -> None:
+        c.record(r)
+        results[(r.student, r.assignment)] = r
+        print(f"  graded {r.student}/{r.assignment}: {r.score:g}/{r.max_score:g} in {r.seconds:.1f} s "
+              f"on {r.worker} ({time.monotonic() - t0:.0f} s so far)", flush=True)
+
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)   # the cluster sees these GPUs and no others
+    t0 = time.monotonic()
+    try:   # on a machine without GPUs the cluster counts these as GPUs, and their tests are "needs a GPU"
+        schedule.grade_ray(jobs, on_result, gpus_per_task=1 / workers_per_gpu,
+                           init_kwargs={"num_cpus": len(gpus) * workers_per_gpu, "num_gpus": len(gpus)})
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        if before is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = before
+    return time.monotonic() - t0, results
+
+
+def _noise_rows(label: str, runs: dict[tuple[str, str], SubmissionResult], solo: dict[tuple, "BenchResult"],
+                hostile: set[str], level: float) -> tuple[list[list[str]], int, int]:
+    """Each honest capstone's graded timings against the solo run's: rows, how many comparisons, how
+    many beyond the noise."""
+    rows, n, beyond = [], 0, 0
+    for (student, a), r in sorted(runs.items()):
+        if a != CAPSTONE or student in hostile:
             continue
-        c = _course(args.assignments)
-        jobs = _jobs(c, args.assignments, [f"s{i:03d}" for i in range(args.students)], limits, not args.no_sandbox)
-        took, _ = _grade(c, jobs, args.gpus[:n_gpu * args.workers_per_gpu])
-        times[n_gpu] = took
-        rows.append([str(n_gpu), str(args.students), f"{took:.1f}", f"{args.students / took * 60:.2f}"])
-    print(table(rows, ["GPUs", "submissions", "seconds", "submissions/min"]))
-    if 1 in times and 2 in times:
-        print(f"speed-up 1 → 2 GPUs: {times[1] / times[2]:.2f}× (target ≥ 1.8×)\n")
+        for key, b in sorted(_timings(r).items()):
+            if key not in solo:
+                continue
+            try:
+                cmp = b.compare(solo[key], level=level)
+            except GemmlabError as exc:      # e.g. a run without rounds: say so, never drop the row
+                rows.append([label, student, f"{key[0][0]}³ {key[1]}", f"{b.ratio:.3f}", f"{solo[key].ratio:.3f}",
+                             "", f"not comparable: {exc}"[:80]])
+                continue
+            n += 1
+            beyond += not cmp.within_noise
+            rows.append([label, student, f"{key[0][0]}³ {key[1]}", f"{b.ratio:.3f}", f"{solo[key].ratio:.3f}",
+                         f"{cmp.ratio:.3f} ({cmp.low:.3f}–{cmp.high:.3f})", cmp.verdict])
+    return rows, n, beyond
+
+
+def bench_scale(args, limits) -> None:
+    """N complete submissions, one in five hostile, graded on one GPU and then on two, through the local
+    workers (``--gpus``) and through a local Ray cluster (``--ray local``): wall time, speed-up, whether
+    every grade equals the first 1-GPU run's, and whether the capstone's graded timings stay within the
+    noise of a solo run (two workers timing at once on one host must not change each other's numbers)."""
+    students = [f"s{i:03d}" for i in range(args.students)]
+    hostile = {s for i, s in enumerate(students) if i % 5 == 4}
+    modes = ["gpus", "ray"] if args.mode == "both" else [args.mode]
+    ids = args.gpu_ids
+    solo: dict[tuple, BenchResult] = {}
+    if CAPSTONE in args.assignments and ids[0] is not None:
+        c = _course([CAPSTONE], args.course_root)
+        jobs = _jobs(c, [CAPSTONE], ["solo"], limits, not args.no_sandbox)
+        _, alone = _grade(c, jobs, ids[:1])          # one worker, one GPU, nothing else running
+        solo = _timings(alone[("solo", CAPSTONE)])
+        print(f"solo capstone timings: {len(solo)} on GPU {ids[0]}")
+    rows, times, grades, noise = [], {}, {}, []
+    for mode in modes:
+        for n_gpu in (1, 2):
+            gpus = [g for g in ids[:n_gpu] if g is not None]
+            if len(gpus) < n_gpu:
+                print(f"{mode}: {n_gpu} GPUs asked for, {len(ids)} here; skipped")
+                continue
+            c = _course(args.assignments, args.course_root)
+            jobs = _jobs(c, args.assignments, students, limits, not args.no_sandbox, hostile_every=5)
+            print(f"{mode}, {n_gpu} GPU(s), {args.workers_per_gpu} worker(s) each: {len(jobs)} jobs", flush=True)
+            if mode == "ray":
+                took, results = _grade_ray(c, jobs, gpus, args.workers_per_gpu)
+            else:
+                took, results = _grade(c, jobs, [g for g in gpus for _ in range(args.workers_per_gpu)])
+            times[(mode, n_gpu)] = took
+            grades[(mode, n_gpu)] = {k: r.score for k, r in results.items()}
+            rows.append([mode, str(n_gpu), str(len(students)), str(len(hostile)), f"{took:.1f}",
+                         f"{len(students) / took * 60:.2f}"])
+            noise.append((f"{mode}, {n_gpu} GPU(s)", results))
+    print(table(rows, ["scheduler", "GPUs", "submissions", "hostile", "seconds", "submissions/min"]))
+    first = next(iter(grades), None)
+    for mode in modes:
+        if (mode, 1) in times and (mode, 2) in times:
+            print(f"{mode}: speed-up 1 → 2 GPUs {times[(mode, 1)] / times[(mode, 2)]:.2f}× (target ≥ 1.8×)")
+    for key, got in grades.items():
+        if key == first:
+            continue
+        base = grades[first]
+        differ = sorted((k, base.get(k), got.get(k)) for k in set(base) | set(got) if base.get(k) != got.get(k))
+        print(f"grades of {key[0]}, {key[1]} GPU(s) equal to {first[0]}, {first[1]} GPU's: "
+              f"{'yes, all ' + str(len(got)) if not differ else f'no: {differ[:10]}'}")
+    if solo:
+        comparisons = sum(len(_timings(r)) for _, runs in noise for (s, a), r in runs.items()
+                          if a == CAPSTONE and s not in hostile) or 1
+        level = 1 - (1 - LEVEL) / comparisons       # family-wise: every comparison at once at LEVEL
+        out, n, beyond = [], 0, 0
+        for label, runs in noise:
+            r_, n_, b_ = _noise_rows(label, runs, solo, hostile, level)
+            out, n, beyond = out + r_, n + n_, beyond + b_
+        print(table(out, ["run", "student", "problem", "ratio graded", "ratio solo", "graded / solo (interval)",
+                          "verdict"]))
+        print(f"capstone timings beyond the noise of the solo run: {beyond} of {n} "
+              f"(each interval at {level:.4f}, so all {n} together at {LEVEL:.0%})\n")
 
 
 def bench_hostile(args, limits) -> None:
-    c = _course(args.assignments)
+    c = _course(args.assignments, args.course_root)
     students = [f"h{i:03d}" for i in range(args.students)]
     jobs = _jobs(c, args.assignments, students, limits, not args.no_sandbox, hostile_every=5)
     took, first = _grade(c, jobs, args.gpus)
@@ -239,14 +359,18 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", choices=["one", "scale", "hostile"])
     p.add_argument("--assignments", nargs="*", default=None, help="default: every assignment under solutions/")
-    p.add_argument("--students", type=int, default=None, help="scale: 8, hostile: 50")
+    p.add_argument("--students", type=int, default=None, help="scale: 10, hostile: 50")
     p.add_argument("--gpus", default=None, help="GPU indices (default: every GPU)")
     p.add_argument("--workers-per-gpu", type=int, default=1,
                    help="grading workers sharing each GPU (compiles run on the CPU meanwhile; default 1)")
+    p.add_argument("--mode", choices=["gpus", "ray", "both"], default="both",
+                   help="scale: grade through the local workers (--gpus), a local Ray cluster, or both (default)")
+    p.add_argument("--course-root", type=Path, default=ROOT,
+                   help="the course to grade (its solutions/ and course/ folders; default: this repository's)")
     p.add_argument("--no-sandbox", action="store_true")
     p.add_argument("--cell-timeout", type=float, default=180)
     args = p.parse_args()
-    args.assignments = args.assignments or sorted(d.name for d in (ROOT / "solutions").iterdir()
+    args.assignments = args.assignments or sorted(d.name for d in (args.course_root / "solutions").iterdir()
                                                   if d.is_dir() and any(d.glob("*.ipynb")))
     if args.gpus:
         args.gpus = args.gpus.split(",")
@@ -258,13 +382,14 @@ def main() -> int:
         except ImportError:
             args.gpus = [None]
     args.workers_per_gpu = max(1, args.workers_per_gpu)
+    args.gpu_ids = list(args.gpus)          # each GPU once (the scale runs take the first one, then two)
     args.gpus = [g for g in args.gpus for _ in range(args.workers_per_gpu)]
     limits = Limits(cell_s=args.cell_timeout)
     students = args.students
     if args.only in (None, "one"):
         bench_one(args, limits)
     if args.only in (None, "scale"):
-        args.students = students or 8
+        args.students = students or 10
         bench_scale(args, limits)
     if args.only in (None, "hostile"):
         args.students = students or 50

@@ -45,7 +45,9 @@ GPU_TEST = [
 ]
 #: The full course adds JupyterLab and nbgrader; their (many) dependencies are resolved by pip.
 COURSE_EXTRA = ["jupyterlab", "notebook", "nbgrader", "nbconvert"]
-PROFILES = {"gpu-test": GPU_TEST, "gpu-grade": GPU_TEST + COURSE_EXTRA, "course": GPU_TEST + COURSE_EXTRA}
+#: Grading a class across GPUs (``python -m autograder grade --ray``) needs Ray; pip resolves its dependencies.
+GRADE_EXTRA = ["ray"]
+PROFILES = {"gpu-test": GPU_TEST, "gpu-grade": GPU_TEST + COURSE_EXTRA + GRADE_EXTRA, "course": GPU_TEST + COURSE_EXTRA}
 #: Grading (``nbgrader autograde`` on a GPU node) never imports the browser front-ends, so the
 #: ``gpu-grade`` profile drops them: about 35 MiB less to carry to an offline node.
 UI_ONLY = {"jupyterlab", "notebook", "babel", "jupyterlab-server", "jupyter-lsp", "debugpy"}
@@ -112,7 +114,7 @@ def plan(profile: str) -> list[Item]:
         if key in seen or key in ON_IMAGE:
             continue
         seen.add(key)
-        items.append(Item(pinned(name, pins), resolve_deps=name in COURSE_EXTRA))
+        items.append(Item(pinned(name, pins), resolve_deps=name in COURSE_EXTRA + GRADE_EXTRA))
     return items
 
 
