@@ -81,6 +81,11 @@ def test_the_environment_is_the_allow_list_and_the_settings(tmp_path: Path, monk
     assert "AWS_SECRET_ACCESS_KEY" not in env and "RAY_ADDRESS" not in env
     assert env["GEMMLAB_COMPILE_JOBS"] == "3", "gemmlab's own settings pass"
     assert env["PYTHONNOUSERSITE"] == "1"
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "4")
+    env = sb.sandbox_env(sb.SandboxSpec(tmp_path / "s", tmp_path / "r"))
+    assert env["OMP_NUM_THREADS"] == str(sb.KERNEL_THREADS), "a kernel starts few threads unless told otherwise"
+    assert env["MKL_NUM_THREADS"] == "4", "the instructor's thread setting wins"
     cmd = sb.bwrap_prefix(sb.SandboxSpec(tmp_path / "s", tmp_path / "r"))
     assert "--clearenv" in cmd and cmd.index("--clearenv") < cmd.index("--setenv")
 
