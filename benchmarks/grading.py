@@ -27,6 +27,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gemmlab.bench import BenchResult
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -36,7 +40,6 @@ from autograder.console import table  # noqa: E402
 from autograder.course import Course  # noqa: E402
 from autograder.harness.store import gradebook_scores  # noqa: E402
 from autograder.records import GradeJob, Limits, SubmissionResult  # noqa: E402
-from gemmlab.bench import BenchResult  # noqa: E402
 from gemmlab.errors import GemmlabError  # noqa: E402
 from gemmlab.spread import LEVEL  # noqa: E402
 
@@ -276,7 +279,7 @@ def bench_scale(args, limits) -> None:
     hostile = {s for i, s in enumerate(students) if i % 5 == 4}
     modes = ["gpus", "ray"] if args.mode == "both" else [args.mode]
     ids = args.gpu_ids
-    solo: dict[tuple, BenchResult] = {}
+    solo: dict[tuple, "BenchResult"] = {}
     if CAPSTONE in args.assignments and ids[0] is not None:
         c = _course([CAPSTONE], args.course_root)
         jobs = _jobs(c, [CAPSTONE], ["solo"], limits, not args.no_sandbox)

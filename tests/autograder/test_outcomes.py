@@ -254,3 +254,34 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Pa
     only = tmp_path / "one.csv"
     proc = _cli("--course", str(root), "export", "--out", str(only), "--student", "json_list")
     assert proc.returncode == 0 and [r["student"] for r in csv.DictReader(only.open())] == ["json_list"]
+
+
+def _exit_on_first_attempt(marks: str, job):
+    """A picklable grading function: the first attempt at each job kills its worker process."""
+    folder = Path(marks) / job.student
+    folder.mkdir(parents=True, exist_ok=True)
+    if not any(folder.iterdir()):
+        (folder / f"attempt-{os.getpid()}").touch()
+        os._exit(17)
+    if job.student == "bug":
+        raise KeyError("planted")
+    return job.student, os.getpid()
+
+
+def test_local_workers_grade_in_their_own_processes_and_a_dead_one_is_retried(tmp_path: Path) -> None:
+    """Each local job runs in a worker process (as on Ray): a worker that dies is retried, not the run lost,
+    and an exception of the grader is reported for that student alone."""
+    import functools
+
+    from autograder import schedule
+    from autograder.records import GradeJob
+
+    jobs = [GradeJob(s, "a", "", {}) for s in ("s1", "s2", "bug")]
+    results, errors = [], []
+    schedule.grade_local(jobs, [None, None], results.append,
+                         grade=functools.partial(_exit_on_first_attempt, str(tmp_path)),
+                         on_error=lambda job, why: errors.append((job.student, why)))
+    assert sorted(student for student, _ in results) == ["s1", "s2"], results
+    assert all(pid != os.getpid() for _, pid in results), "graded in the driver's own process"
+    assert errors == [("bug", "the grader failed (KeyError: 'planted')")], errors
+    assert len(list(tmp_path.rglob("attempt-*"))) == 3, "each first attempt died once"
