@@ -211,8 +211,9 @@ def setpriv() -> str:
 
 #: CPU threads each kernel's numeric libraries may start (torch's OpenMP pool, BLAS). Why: unset,
 #: each kernel starts one thread per core, and a grading host runs two kernels per notebook and many
-#: notebooks at once: with 12 workers on 32 cores a notebook took 90 s instead of 31 s with 6.
-#: Grading needs little CPU parallelism: compiles are single-threaded and the work is on the GPU.
+#: notebooks at once. Grading needs little CPU parallelism: compiles are single-threaded and the work
+#: is on the GPU. (This cap did not cure the slowdown of 12 local workers on one host, 100 s a notebook
+#: instead of 35 s: that was the workers being threads of one process; see autograder.schedule.)
 KERNEL_THREADS = 2
 THREAD_SETTINGS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
