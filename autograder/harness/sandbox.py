@@ -213,7 +213,8 @@ def setpriv() -> str:
 #: each kernel starts one thread per core, and a grading host runs two kernels per notebook and many
 #: notebooks at once. Grading needs little CPU parallelism: compiles are single-threaded and the work
 #: is on the GPU. (This cap did not cure the slowdown of 12 local workers on one host, 100 s a notebook
-#: instead of 35 s: that was the workers being threads of one process; see autograder.schedule.)
+#: instead of 35 s; 12 Ray worker processes did not show it, so local workers are now processes too:
+#: autograder.schedule.)
 KERNEL_THREADS = 2
 THREAD_SETTINGS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
