@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from gemmlab.bench import BenchResult
@@ -130,17 +130,25 @@ def _jobs(c: Course, assignments: list[str], students: list[str], limits: Limits
     return jobs
 
 
-def _grade(c: Course, jobs: list[GradeJob],
-           gpus: list[str | None]) -> tuple[float, dict[tuple[str, str], SubmissionResult]]:
+def _recorder(c: Course) -> tuple[dict[tuple[str, str], SubmissionResult], Callable[[SubmissionResult], None]]:
+    """``(results, on_result)``: records each result in the gradebook and prints it as it lands, so a run
+    cut short still says how far it got and how long each took."""
     results: dict[tuple[str, str], SubmissionResult] = {}
+    t0 = time.monotonic()
 
     def on_result(r: SubmissionResult) -> None:
         c.record(r)
         results[(r.student, r.assignment)] = r
-        # as each one lands, so a run cut short still says how far it got and how long each took
-        print(f"  graded {r.student}/{r.assignment}: {r.score:g}/{r.max_score:g} "
-              f"in {r.seconds:.1f} s ({time.monotonic() - t0:.0f} s so far)", flush=True)
+        print(f"  graded {r.student}/{r.assignment}: {r.score:g}/{r.max_score:g} in {r.seconds:.1f} s "
+              f"on {r.worker} ({time.monotonic() - t0:.0f} s so far)", flush=True)
 
+    return results, on_result
+
+
+def _grade(c: Course, jobs: list[GradeJob],
+           gpus: list[str | None]) -> tuple[float, dict[tuple[str, str], SubmissionResult]]:
+    """Grade through the local workers, one per entry of ``gpus``: (seconds, results)."""
+    results, on_result = _recorder(c)
     t0 = time.monotonic()
     schedule.grade_local(jobs, gpus, on_result)
     return time.monotonic() - t0, results
@@ -222,14 +230,7 @@ def _grade_ray(c: Course, jobs: list[GradeJob], gpus: list[str], workers_per_gpu
 
     import ray
 
-    results: dict[tuple[str, str], SubmissionResult] = {}
-
-    def on_result(r: SubmissionResult) -> None:
-        c.record(r)
-        results[(r.student, r.assignment)] = r
-        print(f"  graded {r.student}/{r.assignment}: {r.score:g}/{r.max_score:g} in {r.seconds:.1f} s "
-              f"on {r.worker} ({time.monotonic() - t0:.0f} s so far)", flush=True)
-
+    results, on_result = _recorder(c)
     before = os.environ.get("CUDA_VISIBLE_DEVICES")
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)   # the cluster sees these GPUs and no others
     t0 = time.monotonic()
