@@ -132,7 +132,8 @@ def unchecked_summary(total_points: int) -> int:
     The last cell of every notebook with GPU tests calls it, so a run without a GPU ends with the number."""
     missing = sum(_UNCHECKED.values())
     if not missing:
-        print(f"All {total_points} points of this notebook's tests were checked here.")
+        print(f"No GPU test of this notebook's {total_points} points was left unchecked for want of a GPU "
+              "(a test that stopped earlier, e.g. because no option built, failed: see its cell).")
         return 0
     print(f"{missing} of {total_points} points were NOT checked: no GPU here. Not checked: "
           + "; ".join(f"{what} ({points})" for what, points in _UNCHECKED.items())
@@ -147,7 +148,20 @@ def _shared_gpu_note() -> str:
 
     if getattr(gemmlab, "connect", None) is None:
         return ""
-    return " With a shared GPU (`gemmlab.connect`) you can check them before you hand in."
+    return (" If your class runs a shared GPU pool, `gemmlab.connect` lets you run `gemmlab.check_gemm` and "
+            "`gemmlab.bench_gemm` on C++ kernels there; the notebooks' own GPU tests, copy checks and CuTe DSL "
+            "kernels still need a local GPU (or the grader's).")
+
+
+def ask(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` for a check: a still-unwritten exercise (its placeholder raises
+    NotImplementedError) becomes one plain sentence instead of a traceback from inside the checker."""
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        name = getattr(fn, "__name__", "this exercise's function")
+        raise ExerciseNotDone(f"{name} is not written yet: replace the placeholder (`{STUB_MARK}`) in its cell, "
+                              "run that cell, then this one.") from None
 
 
 def source_done(source: str) -> bool:

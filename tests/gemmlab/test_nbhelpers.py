@@ -125,3 +125,20 @@ def test_nn_checks_pass_a_right_gemm_and_catch_the_classic_mistakes() -> None:
         nbh.check_padded(ignores_pitch, "packed", 64, 48, 32, 8)
     with pytest.raises(nbh.CheckFailed, match="do not read C when beta == 0"):
         nbh.check_beta_zero(_nn_gemm, "reads C", 64, 48, 32)
+
+
+def test_ask_turns_an_unwritten_exercise_into_one_sentence() -> None:
+    from gemmlab import nbhelpers as nbh
+
+    def owner_A(r, c):
+        raise NotImplementedError()
+
+    with pytest.raises(nbh.ExerciseNotDone, match="owner_A is not written yet"):
+        nbh.ask(owner_A, 0, 0)
+    assert nbh.ask(lambda r, c: (r, c), 1, 2) == (1, 2)
+
+    def broken(r):
+        raise ValueError("a real bug")
+
+    with pytest.raises(ValueError, match="a real bug"):     # any other error is the student's to see
+        nbh.ask(broken, 0)
