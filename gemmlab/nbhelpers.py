@@ -38,10 +38,10 @@ STUB_MARK = "raise NotImplementedError()"
 #: How the notebooks name their two front-ends' kernels: option A (CuTe C++) and option B (CuTe DSL).
 OPTION_NAMES = ("C++ (option A)", "DSL (option B)")
 
-#: Measured once on an NVIDIA H100 80GB HBM3 (docs: /work/shared/FACTS.md, 2026-11-22).
+#: Measured once on an NVIDIA H100 80GB HBM3 (driver 580, torch 2.11 with CUDA 13.0, 2026-11-22).
 #: Used only as a labelled illustration on machines without a GPU.
 H100_ILLUSTRATION = {
-    "device": "NVIDIA H100 80GB HBM3 (illustration: numbers measured elsewhere, NOT on this machine)",
+    "device": "NVIDIA H100 80GB HBM3 (illustration: measured on another machine on 2026-11-22, NOT on this one)",
     "copy_gbps": 3020.0,
     "matmul_tflops": {"float16": 692.0, "bfloat16": 719.0},
 }
@@ -198,7 +198,8 @@ def ceilings_or_illustration() -> Any:
     if has_gpu():
         return ceilings()
     print("No GPU here, so nothing can be measured. The numbers below are an ILLUSTRATION: "
-          "an H100's ceilings measured on another machine. On a GPU this cell measures yours.")
+          "an H100's ceilings measured on another machine (H100 80GB HBM3, driver 580, 2026-11-22). "
+          "On a GPU this cell measures yours.")
     return Ceilings(**H100_ILLUSTRATION, measured_at="illustration")
 
 

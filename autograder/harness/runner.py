@@ -59,6 +59,7 @@ SUSPICIOUS = [
      "replaces gemmlab's checks"),
     (r"gradebook|solutions/|/autograder|\.git\b", "looks for grading files"),
     (r"\bctypes\b|cublas|cupy", "calls native libraries directly"),
+    (r"roofline_math|\brm\.\w+\s*\(", "calls the course's reference answers (gemmlab.roofline_math)"),
     (r"os\._exit|os\.kill|signal\.|sys\.exit", "ends or signals processes"),
     (r"_gemmlab_grader_|sys\.modules\[", "reaches into the grader's kernel state"),
 ]

@@ -41,3 +41,14 @@ def test_limits_overrides_keep_field_types_and_skip_none() -> None:
     assert lim.cell_s == 8.0 and isinstance(lim.cell_s, float)
     assert lim.memory_bytes == int(1.5 * 2**30) and isinstance(lim.memory_bytes, int)
     assert lim.output_bytes == Limits().output_bytes
+
+
+def test_scan_flags_answers_that_call_the_course_reference() -> None:
+    """An answer may call gemmlab's own reference instead of doing the work: the grader cannot tell a
+    call from a copy, so the instructor is shown it (docs/THREAT_MODEL.md, Limits)."""
+    from autograder.harness.runner import scan
+
+    why = "calls the course's reference answers (gemmlab.roofline_math)"
+    assert why in scan("def f(M, N, K):\n    return rm.naive_intensity(M, N, K)\n")
+    assert why in scan("from gemmlab import roofline_math as r\n")
+    assert why not in scan("def f(M, N, K):\n    return 2 * M * N * K / (2 * M * N * K * 2 + 2 * M * N)\n")

@@ -70,6 +70,11 @@ def _wrong_tiled_swapped(M, N, K, tile_m, tile_n, in_bytes=2, out_bytes=2):
     return 2 * M * N * K / moved                                       # A re-read per row of CTAs
 
 
+def _wrong_tiled_round(M, N, K, tile_m, tile_n, in_bytes=2, out_bytes=2):
+    moved = (M * K * round(N / tile_n) + N * K * round(M / tile_m)) * in_bytes + M * N * out_bytes
+    return 2 * M * N * K / moved                                       # a sliver past a tile rounds away
+
+
 def _wrong_place_at_ridge(ns: dict) -> Callable:
     def place_kernel(M, N, K, tile_m, tile_n, peak_tflops, bw_gbps):
         intensity = ns["my_tiled_intensity"](M, N, K, tile_m, tile_n)
@@ -98,9 +103,11 @@ def test_00_naive_wrong_answers_fail(nb00: dict, wrong: Callable) -> None:
     assert not _passes(nb00["tests"]["test_naive"], {**nb00["ns"], "my_naive_intensity": wrong})
 
 
-@pytest.mark.parametrize("wrong", [_wrong_tiled_floor, _wrong_tiled_swapped])
+@pytest.mark.parametrize("wrong", [_wrong_tiled_floor, _wrong_tiled_swapped, _wrong_tiled_round])
 def test_00_tiled_wrong_answers_fail(nb00: dict, wrong: Callable) -> None:
     assert not _passes(nb00["tests"]["test_tiled"], {**nb00["ns"], "my_tiled_intensity": wrong})
+    visible = nb00["tests"]["test_tiled"].split("### BEGIN HIDDEN TESTS")[0]
+    assert not _passes(visible, {**nb00["ns"], "my_tiled_intensity": wrong}), "the visible test lets it pass"
 
 
 @pytest.mark.parametrize("make", [_wrong_place_at_ridge, _wrong_place_units])
