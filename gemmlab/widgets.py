@@ -161,8 +161,8 @@ def tv_explorer(atom: str = DEFAULT_ATOM) -> TVExplorer:
 
 ACCESSES = {
     "ldmatrix.x4: 8 rows x 4 chunks of 16 bytes": "ldmatrix.x4",
-    "ld128 down a column: 16 bytes of rows 0..31": "ld128",
-    "ld32 down a column: element 0 of rows 0..31": "ld32",
+    "ld128 down a column: chunk 0 of each row (lane l reads row l mod rows)": "ld128",
+    "ld32 down a column: element 0 of each row (lane l reads row l mod rows)": "ld32",
     "ld128 along rows: 32 consecutive 16-byte chunks": "ld128_rows",
 }
 
@@ -218,6 +218,15 @@ class SwizzleExplorer(_Explorer):
         else:
             addrs = [int(offs[l % rows, 0]) * eb // 4 * 4 for l in range(32)]
         width = banks.OPS[op].bytes_per_address
+        per_vector = width // eb
+        if width >= 16 and per_vector > 1 and cols % per_vector == 0:   # the 16-byte accesses
+            vectors = offs.reshape(rows, cols // per_vector, per_vector)
+            if not (vectors[:, :, 1:] - vectors[:, :, :-1] == 1).all():
+                raise GemmlabError(
+                    f"M={M} is too small: with {eb}-byte elements this swizzle breaks each {width}-byte "
+                    f"vector of a row apart (its {per_vector} elements are no longer next to each other), "
+                    f"so a {width}-byte access would read the wrong elements, not only conflict; "
+                    f"raise M to at least {per_vector.bit_length() - 1}")
         if any(a % width for a in addrs):
             raise GemmlabError(f"with {eb}-byte elements this swizzle moves a {width}-byte access "
                                f"off its alignment (M={M} is too small to keep {width} bytes "

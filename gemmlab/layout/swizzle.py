@@ -7,6 +7,7 @@ cannot be sliced or divided; these versions can, so partitioning functions accep
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable
 
 import pycute
@@ -24,6 +25,14 @@ class Swizzle(pycute.Swizzle):
     """
 
     def __init__(self, bits: int, base: int, shift: int) -> None:
+        for name, v in (("B", bits), ("M", base), ("S", shift)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise LayoutError(
+                    f"Swizzle({bits!r}, {base!r}, {shift!r}): {name} must be an int, got {type(v).__name__} {v!r}. "
+                    "Bit counts are integers; math.log2 returns a float, so write int(math.log2(x)) "
+                    "or x.bit_length() - 1."
+                )
+        bits, base, shift = int(bits), int(base), int(shift)
         if bits < 0 or base < 0 or abs(shift) < bits:
             raise LayoutError(
                 f"Swizzle<{bits},{base},{shift}> is invalid: CuTe needs B >= 0, M >= 0 and |S| >= B "

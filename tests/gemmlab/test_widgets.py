@@ -63,9 +63,13 @@ def test_swizzle_explorer_conflicts():
     assert "shift" in ex.error
     ex.shift.value = 3
     ex.bits.value = 3
-    ex.access_kind.value = "ld32 down a column: element 0 of rows 0..31"
+    ex.access_kind.value = "ld32 down a column: element 0 of each row (lane l reads row l mod rows)"
     want = banks.analyze(ex.addresses, "ld32").conflicts
     assert ex.conflicts == want and ex.error is None
+    # M=2 keeps the rows' starts aligned but splits each 16-byte vector: wrong data, said so
+    ex.access_kind.value = "ldmatrix.x4: 8 rows x 4 chunks of 16 bytes"
+    ex.base.value = 2
+    assert "M=2 is too small" in ex.error and "wrong elements" in ex.error
 
 
 def test_swizzle_explorer_draws_two_figures():

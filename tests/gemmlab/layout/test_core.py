@@ -50,6 +50,10 @@ def test_swizzle_exact_bits_and_printing():
     assert sorted(L.layout_to_array(comp).ravel()) == list(range(512))
     with pytest.raises(GemmlabError, match="invalid"):
         L.Swizzle(3, 3, 2)
+    # a float bit count (math.log2's result) is named, not a TypeError deep inside pycute
+    with pytest.raises(GemmlabError, match="M must be an int, got float 3.0"):
+        L.Swizzle(3, 3.0, 3)
+    assert L.Swizzle(np.int64(3), 3, 3) == sw
 
 
 def test_swizzled_tensor_partitions_apply_swizzle_last():
