@@ -57,6 +57,20 @@ def needs_gpu(cell) -> bool:
 NEEDS_ARCH = "needs_arch"
 
 
+#: Cell metadata key (``metadata[GEMMLAB_META][FLAG] = [{"pattern": regex, "why": words}]``): code this
+#: answer cell should not contain (a library twin of what the exercise asks the student to
+#: write). Matches are flagged for the instructor, not penalised: a call cannot be told from a copy.
+FLAG = "flag"
+
+
+def answer_flags(cell) -> list[tuple[str, str]]:
+    """The (pattern, why) pairs the instructor set on this (answer) cell."""
+    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
+    entries = meta.get(FLAG) if isinstance(meta, dict) else None
+    return [(e["pattern"], e["why"]) for e in (entries if isinstance(entries, list) else [])
+            if isinstance(e, dict) and isinstance(e.get("pattern"), str) and isinstance(e.get("why"), str)]
+
+
 def needs_arch(cell) -> str:
     """The GPU family (compute-capability prefix such as ``sm_90``) a GPU test needs, '' for any GPU."""
     meta = cell.get("metadata", {}).get(GEMMLAB_META, {})

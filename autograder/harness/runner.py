@@ -30,7 +30,7 @@ from gemmlab.runtime.faults import classify
 
 from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult
 from . import inkernel
-from .assemble import Assembled, assemble, grade_id, is_answer, is_graded, needs_arch, needs_gpu, notebook_needs_gpu
+from .assemble import Assembled, answer_flags, assemble, grade_id, is_answer, is_graded, needs_arch, needs_gpu, notebook_needs_gpu
 from .device import gpu_arch, missing_gpu
 from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, JUDGE_KERNEL_ENV, STUDENT_SERVER, AnswerRelay, bind_code, describe
 from .kernel import CellRun, SandboxedKernel, describe_exit
@@ -59,15 +59,15 @@ SUSPICIOUS = [
      "replaces gemmlab's checks"),
     (r"gradebook|solutions/|/autograder|\.git\b", "looks for grading files"),
     (r"\bctypes\b|cublas|cupy", "calls native libraries directly"),
-    (r"roofline_math|\brm\.\w+\s*\(", "calls the course's reference answers (gemmlab.roofline_math)"),
     (r"os\._exit|os\.kill|signal\.|sys\.exit", "ends or signals processes"),
     (r"_gemmlab_grader_|sys\.modules\[", "reaches into the grader's kernel state"),
 ]
 
 
-def scan(source: str) -> list[str]:
-    """Why ``source`` deserves an instructor's look ([] when it does not)."""
-    return [why for pattern, why in SUSPICIOUS if re.search(pattern, source)]
+def scan(source: str, extra: list[tuple[str, str]] = ()) -> list[str]:
+    """Why ``source`` deserves an instructor's look ([] when it does not); ``extra``: the answer cell's
+    own (pattern, why) pairs (``assemble.answer_flags``)."""
+    return [why for pattern, why in [*SUSPICIOUS, *extra] if re.search(pattern, source)]
 
 
 def _cell_timeout(cell: nbformat.NotebookNode, limits: Limits) -> float:
@@ -408,7 +408,7 @@ def grade_submission(job: GradeJob) -> SubmissionResult:
                     events.append(f"{name}: not handed in; the released notebook was graded")
                 for cell, label in zip(built.notebook.cells, built.labels):
                     if cell.cell_type == "code" and (is_answer(cell) or not grade_id(cell)):
-                        for why in scan(cell.source):
+                        for why in scan(cell.source, answer_flags(cell)):
                             flags.append(f"{name}, {label}: {why}")
                 no_gpu = missing_gpu(job.gpu) if notebook_needs_gpu(source) else ""
                 workdir = root / f"nb{k}"

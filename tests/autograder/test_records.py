@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from autograder.records import CellResult, GradeJob, Limits, NotebookParts, PublishedResult, SubmissionResult
+from tests.support import ROOT
 
 NB = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 
@@ -43,12 +44,24 @@ def test_limits_overrides_keep_field_types_and_skip_none() -> None:
     assert lim.output_bytes == Limits().output_bytes
 
 
-def test_scan_flags_answers_that_call_the_course_reference() -> None:
-    """An answer may call gemmlab's own reference instead of doing the work: the grader cannot tell a
-    call from a copy, so the instructor is shown it (docs/THREAT_MODEL.md, Limits)."""
+def test_scan_flags_answers_that_call_a_library_twin_of_the_exercise() -> None:
+    """An answer may call a library twin of what it was asked to write: the grader cannot tell a call
+    from a copy, so the instructor is shown it (docs/THREAT_MODEL.md, Limits). The patterns live on
+    the instructor's answer cells, so each notebook flags its own twins."""
+    from autograder.harness.assemble import answer_flags
     from autograder.harness.runner import scan
 
-    why = "calls the course's reference answers (gemmlab.roofline_math)"
-    assert why in scan("def f(M, N, K):\n    return rm.naive_intensity(M, N, K)\n")
-    assert why in scan("from gemmlab import roofline_math as r\n")
-    assert why not in scan("def f(M, N, K):\n    return 2 * M * N * K / (2 * M * N * K * 2 + 2 * M * N)\n")
+    def cells(name: str) -> dict:
+        nb = json.loads((ROOT / "solutions" / name / f"{name}.ipynb").read_text())
+        return {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
+
+    nb00, nb01 = cells("00_gpu_and_roofline"), cells("01_layouts_and_partitioning")
+    naive = answer_flags(nb00["naive_solution"])
+    assert scan("def my_naive_intensity(M, N, K):\n    return rm.naive_intensity(M, N, K)\n", naive)
+    assert scan("from gemmlab import roofline_math as r\n", naive)
+    assert not scan("".join(nb00["naive_solution"]["source"]), naive)      # the solution itself is clean
+    crd = answer_flags(nb01["crd2idx_solution"])
+    assert scan("def crd2idx(c, s, d):\n    return gl.Layout(s, d)(c)\n", crd)
+    assert scan("import pycute\n", crd)
+    assert not scan("".join(nb01["crd2idx_solution"]["source"]), crd)
+    assert answer_flags({"metadata": {"gemmlab": {"flag": [{"pattern": 1}, "x"]}}}) == []   # malformed: ignored

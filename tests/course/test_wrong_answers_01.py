@@ -177,7 +177,9 @@ def test_crd2idx_visible_tests_reject(name: str) -> None:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_crd2idx_solution_and_a_flattening_answer_pass(seed: int) -> None:
+def test_crd2idx_solution_passes_and_a_flattening_answer_fails(seed: int) -> None:
+    """A flattening answer handles congruent and whole-integer coordinates, but not an integer that
+    stands for a nested mode (``Z((i, (1, 1)))`` in section 3), which CuTe and the task allow."""
     run_cells(NB, CRD_CELLS, seed=seed)
     flattening = '''
 def _flat(t):
@@ -193,7 +195,9 @@ def crd2idx(coord, shape, stride):
         coords = _flat(coord)
     return sum(c * d for c, d in zip(coords, strides))
 '''
-    run_cells(NB, CRD_CELLS, replace={"crd2idx_solution": flattening}, seed=seed)
+    visible = visible_part(cells_by_grade_id(NB)["test_crd2idx"])
+    with pytest.raises(AssertionError, match=r"crd2idx\(\(5, 3\)"):
+        run_cells(NB, CRD_CELLS, replace={"crd2idx_solution": flattening, "test_crd2idx": visible}, seed=seed)
 
 
 WRONG_OWNED = {
