@@ -370,7 +370,7 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     functions without a GPU. After ``gemmlab.connect(...)`` on a machine without a GPU the class's
     GPU pool runs the check (its own seed and tolerances; the result names its GPU).
     ``forbid_library`` (default: on in the course's grader, see :func:`grading_mode`) fails a shape
-    whose call ran any torch operator that computes (anything but allocation, views, copies and
+    whose call ran any torch operator that computes (anything but allocation, views, copies, padding, joins and
     fills: torch.matmul and an elementwise product alike) or copied the inputs to the host.
     """
     import torch

@@ -3,7 +3,7 @@
 One module for every integrity question ``check_gemm``, ``bench_gemm`` and the grader ask:
 
 - **torch computing instead of the kernel**: :func:`library_guard` records every torch operator
-  run inside a call that computes (anything outside :data:`DATA_MOVEMENT`: allocation, views,
+  run inside a call that computes (anything outside :data:`DATA_MOVEMENT`: allocation, views, padding,
   copies and fills), library GEMMs included, and copies to the host; :func:`library_message`
   says why that fails a graded check.
 - **late or other-stream work**: :func:`watched_call` runs a call on a stream of gemmlab's own and
@@ -62,6 +62,8 @@ DATA_MOVEMENT = frozenset({
     "_has_compatible_shallow_copy_type", "record_stream", "_local_scalar_dense",
     # copies and fills
     "copy_", "_to_copy", "to", "clone", "contiguous", "fill_", "zero_", "_copy_from", "_copy_from_and_resize",
+    # padding and joining (what a launcher does to meet a kernel's alignment or tile multiple)
+    "constant_pad_nd", "pad", "cat", "_cat", "concat", "concatenate", "stack",
 })
 
 

@@ -246,9 +246,13 @@ def built_options(what: str, cpp: Fn | None, dsl: Fn | None) -> dict[str, Fn]:
 def require_correct(fn: Callable[..., Any], label: str, shapes: Any = None, hint: str = "",
                     echo: bool = False, **check_kwargs: Any) -> Any:
     """``check_gemm(fn, shapes=shapes, **check_kwargs)``, raising CheckFailed with the table and ``hint``
-    unless it passed. ``echo`` prints the result first. Returns the CheckResult."""
+    unless it passed. ``echo`` prints the result first. Returns the CheckResult.
+
+    Library GEMMs and torch arithmetic are forbidden here in a student's own notebook too
+    (``forbid_library``), so a test cell that passes there passes in the grader."""
     import gemmlab
 
+    check_kwargs.setdefault("forbid_library", True)
     result = gemmlab.check_gemm(fn, shapes=shapes, **check_kwargs)
     if echo:
         print(f"{label}: {result}")

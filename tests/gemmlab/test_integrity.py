@@ -16,6 +16,8 @@ def test_library_guard_records_torch_computation_and_not_data_movement() -> None
         A.contiguous().view(-1).narrow(0, 1, 2).clone()
         D.copy_(torch.zeros_like(D).t().t())
         A.half().float()
+        torch.nn.functional.pad(A, (0, 5))                 # padding to a tile multiple is data movement
+        torch.cat([A, torch.zeros(4, 2)], 1)
     assert seen == []
     with library_guard() as seen:
         torch.matmul(A, B.T)
