@@ -56,3 +56,33 @@ def test_blackwell_gemm_is_correct_on_sm100(dtype) -> None:
     shapes = [(128, 128, 64), (128, 128, 64 * 9), (256, 384, 512), (1000, 1001, 999), (2048, 2048, 1024)]
     result = gemmlab.check_gemm(ns["blackwell_gemm"], dtype=dtype, shapes=shapes, timeout_s=300)
     assert result.passed, str(result)
+
+
+def test_operand_check_fails_the_k_loops_that_the_events_cannot_tell_apart(ns: dict) -> None:
+    """ACCUMULATE reset every k-tile, never reset, or every k-tile reading slot 0: the same events, wrong
+    results. The check reads each tcgen05.mma's predicate and descriptors from the solution's own PTX,
+    edited the way each mistake would compile."""
+    import re
+
+    ptx, k, stages = ns["bw_gemm_built"].ptx, ns["BW_TEST_K_TILES"], ns["BW_STAGES"]
+    check = ns["check_bw_operands"]
+    assert check(ptx, k, stages)
+    ops = ns["bw_mma_operands"](ptx)
+    per_tile = len(ops) // k
+    assert [f for _, f in ops] == ["0"] + ["-1"] * (len(ops) - 1)
+    mma = [m.start() for m in re.finditer(r"tcgen05\.mma", ptx)]
+
+    def set_pred(text: str, index: int, value: str) -> str:
+        pred = re.search(r"(%p\d+)\s*;", text[mma[index]:]).group(1)
+        return re.sub(rf"mov\.pred\s+{re.escape(pred)},\s*-?\d+;", f"mov.pred {pred}, {value};", text)
+
+    with pytest.raises(AssertionError, match="k-tile 1, k-block 0 overwrites"):
+        check(set_pred(ptx, per_tile, "0"), k, stages)                 # ACCUMULATE False again at k-tile 1
+    with pytest.raises(AssertionError, match="holds garbage"):
+        check(set_pred(ptx, 0, "-1"), k, stages)                       # never False
+    line0 = ptx[mma[0]:ptx.index(";", mma[0])]
+    line1 = ptx[mma[per_tile]:ptx.index(";", mma[per_tile])]
+    a0, a1 = line0.split(",")[1], line1.split(",")[1]                  # the A descriptor operands
+    slot0 = ptx.replace(line1, line1.replace(a1, a0, 1))               # k-tile 1 reads slot 0's descriptor
+    with pytest.raises(AssertionError, match="same shared-memory descriptors"):
+        check(slot0, k, stages)
