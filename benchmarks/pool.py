@@ -13,7 +13,7 @@ Two tables, on one host (the service on 127.0.0.1, judges on one GPU):
 
     python benchmarks/pool.py                      # the real judge on GPU 0
     python benchmarks/pool.py --backend fake       # no GPU: the fake judge, for the machinery alone
-    python benchmarks/pool.py --students 30 --checks 5 --think-s 10 --slots-per-gpu 4
+    python benchmarks/pool.py --students 30 --checks 5 --think-s 10 --slots-per-gpu 4   # fewer slots than the default
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from autograder.console import table  # noqa: E402
 from gemmlab.judge import JudgeRequest, KernelSpec  # noqa: E402
 from pool.auth import Authenticator  # noqa: E402
 from pool.limits import StudentLimits, UsageLedger  # noqa: E402
-from pool.scheduler import FairScheduler  # noqa: E402
+from pool.scheduler import DEFAULT_SLOTS_PER_GPU, FairScheduler  # noqa: E402
 from pool.service import Pool, RunningService  # noqa: E402
 from pool.tokens import TokenStore  # noqa: E402
 from pool.worker import LocalExecutor, judge_on_gpu, sandbox_problem  # noqa: E402
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--students", type=int, default=30)
     p.add_argument("--checks", type=int, default=3, help="checks per student")
     p.add_argument("--think-s", type=float, default=10.0, help="mean pause before each check")
-    p.add_argument("--slots-per-gpu", type=int, default=4)
+    p.add_argument("--slots-per-gpu", type=int, default=DEFAULT_SLOTS_PER_GPU)
     p.add_argument("--reps", type=int, default=10, help="checks timed for the overhead")
     p.add_argument("--no-sandbox", action="store_true")
     args = p.parse_args(argv)

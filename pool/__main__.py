@@ -12,7 +12,7 @@ from .auth import Authenticator
 from .errors import PoolError
 from .limits import StudentLimits, UsageLedger
 from .roster import read_roster
-from .scheduler import Executor, FairScheduler
+from .scheduler import DEFAULT_SLOTS_PER_GPU, Executor, FairScheduler
 from .tokens import TokenStore, default_store_path, write_private
 from .worker import BACKENDS, LocalExecutor, sandbox_problem, visible_gpus
 
@@ -37,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="local: a private one-host Ray; auto: join the running cluster; off: no Ray, this host's GPUs")
     serve.add_argument("--gpus", help="off: CUDA indices to use (default: all visible); local/auto: how many GPUs")
     serve.add_argument("--backend", choices=BACKENDS, default="gpu", help="fake: no GPU (demos, tests)")
-    serve.add_argument("--slots-per-gpu", type=int, default=4, help="requests judged side by side on one GPU")
+    serve.add_argument("--slots-per-gpu", type=int, default=DEFAULT_SLOTS_PER_GPU,
+                       help="requests judged side by side on one GPU (default %(default)s)")
     serve.add_argument("--concurrent-jobs", type=int, default=2, help="per student, queued or running")
     serve.add_argument("--gpu-seconds-per-hour", type=float, default=120.0, help="per student")
     serve.add_argument("--job-timeout", type=float, default=300.0, help="wall-clock seconds of one judge process")

@@ -24,6 +24,7 @@ from typing import Any
 from gemmlab.judge import JudgeReport, JudgeRequest
 
 from .errors import PoolError
+from .scheduler import DEFAULT_SLOTS_PER_GPU
 from .worker import judge_on_gpu
 
 #: Seconds to wait for the GPU actors to be placed at start-up.
@@ -81,7 +82,7 @@ class RayExecutor:
     """
 
     def __init__(self, address: str | None = None, backend: str = "gpu", sandbox: bool = True,
-                 memory_limit_mb: int | None = None, slots_per_gpu: int = 4, gpus: int | None = None,
+                 memory_limit_mb: int | None = None, slots_per_gpu: int = DEFAULT_SLOTS_PER_GPU, gpus: int | None = None,
                  init_kwargs: dict[str, Any] | None = None) -> None:
         import ray
 
