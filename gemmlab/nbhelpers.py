@@ -15,6 +15,7 @@ notebooks call them only then).
 from __future__ import annotations
 
 import inspect
+import os
 import random
 import warnings
 from typing import Any, Callable, NamedTuple, TypeVar
@@ -25,7 +26,7 @@ from .judge.answers import DslAnswer
 
 __all__ = [
     "FALLBACK_ARCH", "H100_ILLUSTRATION", "OPTION_NAMES", "STUB_MARK",
-    "CheckFailed", "ExerciseNotDone", "Session",
+    "VALIDATING_ENV", "CheckFailed", "ExerciseNotDone", "GpuTestNotChecked", "Session",
     "arch", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_padded",
     "function_done", "gemm_operands", "gpu_graded", "gpu_or_compile_only", "require_correct", "require_correct_nn",
     "require_source_done", "setup", "show", "source_done", "unchecked_points", "unchecked_summary",
@@ -108,14 +109,30 @@ def gpu_or_compile_only(what: str) -> bool:
 _UNCHECKED: dict[str, int] = {}
 
 
+class GpuTestNotChecked(GemmlabError, AssertionError):
+    """Raised under nbgrader's Validate by a GPU test on a machine without a GPU: Validate's "Success"
+    would otherwise cover points it never checked. Also an ``AssertionError``: a failed test to nbgrader."""
+
+
+#: Set by nbgrader (in the kernel's environment too) while its Validate runs a notebook.
+VALIDATING_ENV = "NBGRADER_VALIDATING"
+
+
 def gpu_graded(points: int, what: str) -> bool:
     """True where a GPU runs this graded test. Elsewhere say plainly that its ``points`` are not
-    checked, and count them for ``unchecked_summary``: nbgrader's Validate reports "Success" for a
-    test cell that ran without error, even though without a GPU it checked nothing of the kernel."""
+    checked, and count them for ``unchecked_summary``. Under nbgrader's Validate the test fails
+    instead (:class:`GpuTestNotChecked`), with that message: Validate shows only failures, and would
+    report "Success" for a test that checked nothing of the kernel."""
     if has_gpu():
         _UNCHECKED.pop(what, None)
         return True
     _UNCHECKED[what] = points
+    if os.environ.get(VALIDATING_ENV) == "1":
+        raise GpuTestNotChecked(
+            f"NOT CHECKED ({points} point{'s' if points != 1 else ''}): {what} needs a GPU, and this machine "
+            "has none, so Validate cannot check it: the kernel only compiled, and this says nothing about its "
+            f"results or its speed. The graders' GPU checks it; the notebook's other tests are checked here."
+            f"{_shared_gpu_note()}")
     print(f"NOT CHECKED ({points} point{'s' if points != 1 else ''}): {what} needs a GPU, and there is none here. "
           f"The kernel only compiled; a pass of this cell says nothing about its results or its speed. "
           f"The graders' GPU checks it.{_shared_gpu_note()}")
@@ -137,8 +154,8 @@ def unchecked_summary(total_points: int) -> int:
         return 0
     print(f"{missing} of {total_points} points were NOT checked: no GPU here. Not checked: "
           + "; ".join(f"{what} ({points})" for what, points in _UNCHECKED.items())
-          + f". The other {total_points - missing} points were checked. Validate's \"Success\" covers only "
-          f"those; the graders' GPU checks the rest.{_shared_gpu_note()}")
+          + f". The other {total_points - missing} points were checked. Validate fails the GPU tests it "
+          f"cannot check here, naming their points; the graders' GPU checks them.{_shared_gpu_note()}")
     return missing
 
 

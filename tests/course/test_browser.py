@@ -8,7 +8,8 @@ downloaded) plays
 
 * a student: opens notebook 01, runs it, moves the thread slider of the partition
   explorer and sees another thread highlighted, types in the exercise solutions and
-  validates the notebook with nbgrader's Validate button;
+  validates the notebook with nbgrader's Validate button (which, without a GPU, fails the GPU
+  test and says its points were not checked);
 * an instructor: opens the formgrader from the Nbgrader menu and finds the autograded
   submission with its score.
 
@@ -41,7 +42,8 @@ from tests.support import ROOT
 ASSIGNMENT = "01_layouts_and_partitioning"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 STUDENT = "alice"
-#: Solution cells the student types in the browser (enough for Validate to pass without a GPU).
+#: Solution cells the student types in the browser (all of them: Validate then fails only the GPU test,
+#: and only where there is no GPU to run it).
 TYPED = ("crd2idx_solution", "owned_solution", "copy_dsl_solution")
 #: Solution cells of the submission the instructor finds autograded (the copy kernel is left out).
 SUBMITTED = ("crd2idx_solution", "owned_solution")
@@ -464,8 +466,17 @@ def _student(page, lab: dict) -> None:
     dialog = _validate(page)
     _shot(page, "student-08-validate")
     text = dialog.inner_text()
-    assert dialog.locator(".validation-success").count() == 1, f"Validate did not succeed:\n{text[:3000]}"
-    assert "Success! Your notebook passes all the tests." in text
+    from gemmlab.gpu import has_gpu
+
+    if has_gpu():
+        assert dialog.locator(".validation-success").count() == 1, f"Validate did not succeed:\n{text[:3000]}"
+        assert "Success! Your notebook passes all the tests." in text
+    else:   # no "Success" for points nothing checked: the GPU test fails, saying so, and nothing else does
+        assert dialog.locator(".validation-failed").count() == 1, (
+            f"Validate should fail the GPU test it cannot run here; the dialog said:\n{text[:3000]}")
+        assert "NOT CHECKED (4 points): the copy kernel test needs a GPU" in text, text[:3000]
+        assert "_check_copy" in text and "_check_owned" not in text and "_check_crd2idx" not in text, (
+            f"only the GPU test may be listed as failed:\n{text[:3000]}")
     dialog.get_by_role("button").last.click()
     dialog.wait_for(state="detached")
 

@@ -130,18 +130,21 @@ def test_persistent_tiles_wrong_answers_fail(why: str) -> None:
 
 # ------------------------------------------------------------------ a run test on a GPU that is not a Hopper
 
-def test_hopper_run_tests_fail_on_another_gpu() -> None:
+def test_hopper_run_tests_fail_on_another_gpu(no_gpu) -> None:
+    from gemmlab import nbhelpers
+
     ns = hopper07.plain_namespace()
     src = hopper07.cells()["setup"]
     exec(compile(src[src.index("def hopper_gpu_here"):], "<07:setup>", "exec"), ns)
-    ns.update(GPU=True, HOPPER=False, ARCH="sm_80")
+    ns.update(GPU=True, HOPPER=False, ARCH="sm_80", nbh=nbhelpers)
     for test in ("test_one_tile_slow", "test_pipelined_slow", "test_ws_slow", "test_ws_speed_slow"):
         body = hopper07.cells()[test]
-        assert "hopper_gpu_here()" in body and "GPU and HOPPER" not in body, test
+        assert "hopper_gpu_here(" in body and "GPU and HOPPER" not in body, test
         with pytest.raises(AssertionError, match="needs a Hopper GPU"):
-            ns["hopper_gpu_here"]()
+            ns["hopper_gpu_here"](3, test)
     ns.update(GPU=False)
-    assert ns["hopper_gpu_here"]() is False
+    assert ns["hopper_gpu_here"](3, "the one-tile kernel's run") is False        # counted as not checked
+    assert nbhelpers.unchecked_points().get("the one-tile kernel's run") == 3
 
 
 # ------------------------------------------------------------------ Blackwell, Exercise 10: the grid (CPU)

@@ -212,8 +212,10 @@ def test_06_schedule_wrong_answers_fail(nb06: dict, wrong: Callable) -> None:
 
 # ---------------------------------------------------------------- GPU-only tests say what they leave unchecked
 
-GPU_NOTEBOOKS = ["02_tiled_copy", "06_pipelining", "08_cuda_ladder", "09_capstone"]
-_GPU_GRADED = re.compile(r"nbh\.gpu_graded\((\d+),")
+GPU_NOTEBOOKS = ["01_layouts_and_partitioning", "02_tiled_copy", "03_swizzle_and_banks", "04_mma", "05_global_gemm",
+                 "06_pipelining", "07_hopper", "08_cuda_ladder", "09_capstone"]
+#: nbh.gpu_graded(points, ...), or 07's hopper_gpu_here(points, ...) around it.
+_GPU_GRADED = re.compile(r"(?:\bnbh\.gpu_graded|\bnbhelpers\.gpu_graded|\bhopper_gpu_here)\((\d+),")
 
 
 @pytest.mark.parametrize("name", GPU_NOTEBOOKS)
@@ -226,11 +228,14 @@ def test_gpu_tests_count_their_own_points(name: str) -> None:
             continue
         total += meta.get("points", 0)
         if cell.metadata.get("gemmlab", {}).get("needs_gpu"):
-            found = _GPU_GRADED.findall(cell.source)
-            assert found == [str(meta["points"])], (
-                f"{name}: {meta['grade_id']} needs a GPU; it must call nbh.gpu_graded({meta['points']}, ...) once")
+            visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+            assert _GPU_GRADED.findall(visible) == [str(meta["points"])], (
+                f"{name}: {meta['grade_id']} needs a GPU; its visible part must call nbh.gpu_graded({meta['points']}, "
+                "...) once, so that its points are counted (and Validate fails it) where no GPU runs it")
+            assert set(_GPU_GRADED.findall(cell.source)) == {str(meta["points"])}
     last = nb.cells[-1]
-    assert last.cell_type == "code" and f"nbh.unchecked_summary(total_points={total})" in last.source, (
+    assert last.cell_type == "code" and re.search(rf"\bnbh(?:elpers)?\.unchecked_summary\(total_points={total}\)",
+                                                  last.source), (
         f"{name}: the last cell must report unchecked points out of {total}")
 
 
@@ -248,3 +253,16 @@ def test_unchecked_summary_counts_points_without_a_gpu(no_gpu, capsys) -> None:
     assert "gemmlab.connect" not in out or hasattr(__import__("gemmlab"), "connect")
     nbhelpers.setup()
     assert nbhelpers.unchecked_summary(8) == 0
+
+
+def test_validate_fails_a_gpu_test_it_cannot_check(no_gpu, monkeypatch) -> None:
+    """nbgrader's Validate shows only failures, so a GPU test that ran nothing must fail there, with the
+    points it leaves unchecked; in the student's own run it only says so (Run All goes on)."""
+    from gemmlab import nbhelpers
+
+    monkeypatch.setenv(nbhelpers.VALIDATING_ENV, "1")
+    with pytest.raises(nbhelpers.GpuTestNotChecked, match=r"NOT CHECKED \(4 points\): the copy test needs a GPU"):
+        nbhelpers.gpu_graded(4, "the copy test")
+    assert isinstance(nbhelpers.GpuTestNotChecked("x"), AssertionError)
+    monkeypatch.delenv(nbhelpers.VALIDATING_ENV)
+    assert nbhelpers.gpu_graded(4, "the copy test") is False
