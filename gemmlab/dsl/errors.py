@@ -107,6 +107,24 @@ def full_log(exc: BaseException) -> str:
     return strip_ansi("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
 
 
+#: MLIR verifier messages that have no Python line, and what a student should look at.
+KNOWN_IR_ERRORS = [
+    (r"expects src and dst to have static shape",
+     "a copy needs static shapes: index the partition's modes whose size is known only at run time "
+     "(e.g. a k-tile mode from local_tile(..., (m, n, None)): tAgA[None, k]) before copying."),
+    (r"ptr alignment \(\d+ bits\) does not meet requirement",
+     "the copy atom moves more bits per copy than the data's alignment allows: num_bits_per_copy must be "
+     "the element's bits times the vector length, and each thread's value layout must run along the "
+     "tensor's contiguous mode (e.g. (1, vec) for a K-major tile, (vec, 1) for an N-major one)."),
+]
+
+
+def known_hint(exc: BaseException) -> str:
+    """The hint for a known verifier message anywhere in ``exc``'s chain ('' when none matches)."""
+    text = " ".join(strip_ansi(str(e)) for e in _chain(exc))
+    return next((hint for pattern, hint in KNOWN_IR_ERRORS if re.search(pattern, text)), "")
+
+
 def to_compile_error(exc: BaseException, fn: Callable, arch: str) -> CompileError:
     """The student-facing CompileError for any exception raised while tracing/compiling fn."""
     files = user_files_of(fn)
@@ -125,6 +143,8 @@ def to_compile_error(exc: BaseException, fn: Callable, arch: str) -> CompileErro
                  f"by `{name}` or the kernels it launches.)")
     if hint:
         shown += "\n" + re.sub(r"^suggestion:\s*", "hint: ", hint)
+    elif known_hint(exc):
+        shown += "\nhint: " + known_hint(exc)
     message = (f"CuTe DSL compile of `{name}` for {arch} failed.\n{shown}\n"
                "(The full DSL traceback is the CompileError's .log.)")
     return CompileError(message, diagnostics=[where] if where else [], log=full_log(exc))

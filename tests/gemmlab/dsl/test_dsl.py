@@ -393,3 +393,22 @@ def test_tensorop_gemm_odd_k_uses_narrow_copies() -> None:
     k = dsl.compile(tensorop_gemm.gemm, *tn(1000, 1001, 999), arch="sm_90a")
     assert "mma.sync.aligned.m16n8k16" in k.ptx
     assert ", 16, 16;" not in k.ptx  # 2-byte rows: no 16-byte vector may be used
+
+
+@pytest.mark.parametrize("verifier, hint", [
+    ("error: 'cute.copy' op expects src and dst to have static shape", "index the partition's modes"),
+    ("IR verification failed: 'cute.copy' op src ptr alignment (64 bits) does not meet requirement (128 bits) "
+     "of atom '!cute_nvgpu.atom.simt_async_copy<f16, cache = always, 128 b>'", "num_bits_per_copy must be"),
+])
+def test_verifier_errors_without_a_line_carry_a_hint(verifier: str, hint: str) -> None:
+    """MLIR verifier errors name no Python line; the two students meet most often say what to look at."""
+    from gemmlab.dsl.errors import to_compile_error
+
+    def traced_kernel():
+        pass
+
+    try:
+        raise RuntimeError("wrapped") from RuntimeError(verifier)
+    except RuntimeError as exc:
+        err = to_compile_error(exc, traced_kernel, "sm_90a")
+    assert "hint: " in str(err) and hint in str(err), str(err)
