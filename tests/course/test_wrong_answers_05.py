@@ -180,3 +180,16 @@ def test_the_tile_order_is_not_printed_in_the_kernel_skeleton() -> None:
     for answer in ("gemm_cpp_load_tile", "gemm_dsl_load_tile"):
         source = cells[answer]
         assert "per_group" in source.split("BEGIN SOLUTION")[1].split("END SOLUTION")[0], answer
+
+
+def test_build_cells_name_the_parts_a_fast_build_lacks() -> None:
+    """Without a GPU a kernel that compiles says nothing of itself; the build cells say when the VEC = 8
+    build has no tensor-core MMA, no ldmatrix or no cp.async (an empty kernel body compiles too)."""
+    ns: dict = {}
+    exec(cells_by_grade_id(NB)["launchers"], ns)
+    missing = ns["missing_instructions"]
+    solution_like = ("cp.async.cg.shared.global [%r1], [%rd1], 16;\nldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                     "{%r2}, [%r3];\nmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1}, {%r4}, {%r5}, {%f1};")
+    assert missing(solution_like) == []
+    assert len(missing("ld.global.u32 %r1, [%rd1];")) == 3
+    assert missing(solution_like.replace("ldmatrix", "ld.shared")) == ["ldmatrix (the shared -> register copies)"]
