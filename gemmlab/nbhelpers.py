@@ -127,15 +127,14 @@ def gpu_graded(points: int, what: str) -> bool:
         _UNCHECKED.pop(what, None)
         return True
     _UNCHECKED[what] = points
+    head = f"NOT CHECKED ({points} point{'s' if points != 1 else ''}): {what} needs a GPU"
     if os.environ.get(VALIDATING_ENV) == "1":
         raise GpuTestNotChecked(
-            f"NOT CHECKED ({points} point{'s' if points != 1 else ''}): {what} needs a GPU, and this machine "
-            "has none, so Validate cannot check it: the kernel only compiled, and this says nothing about its "
-            f"results or its speed. The graders' GPU checks it; the notebook's other tests are checked here."
-            f"{_shared_gpu_note()}")
-    print(f"NOT CHECKED ({points} point{'s' if points != 1 else ''}): {what} needs a GPU, and there is none here. "
-          f"The kernel only compiled; a pass of this cell says nothing about its results or its speed. "
-          f"The graders' GPU checks it.{_shared_gpu_note()}")
+            f"{head}, and this machine has none, so Validate cannot check it: the kernel only compiled, and "
+            "this says nothing about its results or its speed. The graders' GPU checks it; the notebook's "
+            f"other tests are checked here.{_shared_gpu_note()}")
+    print(f"{head}, and there is none here. The kernel only compiled; a pass of this cell says nothing about "
+          f"its results or its speed. The graders' GPU checks it.{_shared_gpu_note()}")
     return False
 
 

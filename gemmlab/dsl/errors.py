@@ -141,10 +141,11 @@ def to_compile_error(exc: BaseException, fn: Callable, arch: str) -> CompileErro
         place = f"{code.co_filename}:{code.co_firstlineno}: " if code else ""
         shown = (f"{place}{reason}\n(The DSL could not map this error to a line: it comes from code traced "
                  f"by `{name}` or the kernels it launches.)")
+    known = "" if hint else known_hint(exc)
     if hint:
         shown += "\n" + re.sub(r"^suggestion:\s*", "hint: ", hint)
-    elif known_hint(exc):
-        shown += "\nhint: " + known_hint(exc)
+    elif known:
+        shown += "\nhint: " + known
     message = (f"CuTe DSL compile of `{name}` for {arch} failed.\n{shown}\n"
                "(The full DSL traceback is the CompileError's .log.)")
     return CompileError(message, diagnostics=[where] if where else [], log=full_log(exc))
