@@ -113,6 +113,37 @@ def source_key(fn: Callable, depth: int = 0, seen: set[int] | None = None) -> An
     return parts
 
 
+_MISSING = object()
+
+
+def global_refs(fn: Callable, depth: int = 0, seen: set[int] | None = None) -> list[tuple[dict, str]]:
+    """The (module globals, name) pairs that source_key read for fn and the functions it calls.
+
+    A kernel handle reads them again before each lookup: a setting or helper rebound after the
+    handle was made (``STAGES = 4`` in a later cell) then compiles a new variant instead of
+    silently running the one compiled for the old value."""
+    seen = set() if seen is None else seen
+    f = getattr(fn, "__wrapped__", fn)
+    code = getattr(f, "__code__", None)
+    if id(f) in seen or code is None:
+        return []
+    seen.add(id(f))
+    glb = getattr(f, "__globals__", {})
+    refs = []
+    for name in sorted(_code_names(code)):
+        if name not in glb:
+            continue
+        refs.append((glb, name))
+        target = getattr(glb[name], "__wrapped__", glb[name])
+        if callable(target) and hasattr(target, "__code__") and not _is_library(target) and depth < _MAX_DEPTH:
+            refs.extend(global_refs(target, depth + 1, seen))
+    return refs
+
+
+def _snapshot(refs: list[tuple[dict, str]]) -> tuple:
+    return tuple(glb.get(name, _MISSING) for glb, name in refs)
+
+
 # ----------------------------------------------------------------- compiled variants
 
 
@@ -222,22 +253,36 @@ class DslKernel:
     min_align: int | None = None
     _params: list = field(default_factory=list, repr=False)
     _fn_key: str = field(default="", repr=False)
+    _refs: list = field(default_factory=list, repr=False)
+    _ref_values: tuple = field(default=(), repr=False)
     _last: Variant | None = field(default=None, repr=False)
     cached: bool = False
 
     def __post_init__(self) -> None:
         self._params = convert.params_of(self.fn)
-        self._fn_key = _cache.key_for(source_key(self.fn))
+        self._rekey()
         if self.dtypes:
             self.dtypes = {k: str(v).replace("torch.", "") for k, v in self.dtypes.items()}
 
     # -- compile
 
+    def _rekey(self) -> None:
+        self._fn_key = _cache.key_for(source_key(self.fn))
+        self._refs = global_refs(self.fn)
+        self._ref_values = _snapshot(self._refs)
+
+    def current_key(self) -> str:
+        """The source key as the globals stand now (recomputed only when one of them was rebound)."""
+        now = _snapshot(self._refs)
+        if any(a is not b for a, b in zip(now, self._ref_values)):
+            self._rekey()
+        return self._fn_key
+
     def _variant(self, args: Sequence[Any], arch: str, need_cuda: bool) -> tuple[Variant, tuple, list]:
         bound = convert.bind(self.fn, self._params, args)
         sig = convert.signature(bound, need_cuda, self.dtypes, self.min_align)
         values = [v for _, v in bound]
-        variant, cached = get_variant(self.fn, self._fn_key, arch, sig, values, self.options)
+        variant, cached = get_variant(self.fn, self.current_key(), arch, sig, values, self.options)
         self._last, self.cached = variant, cached
         return variant, sig, values
 

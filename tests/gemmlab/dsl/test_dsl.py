@@ -135,6 +135,25 @@ def test_rerun_cell_with_same_source_hits_and_edit_misses(tmp_path: Path) -> Non
     assert not dsl.compile(d.gemm, *tn(64, 64, 64), arch="sm_90a").cached
 
 
+def test_a_handle_sees_globals_rebound_after_it_was_made(tmp_path: Path) -> None:
+    """A kernel handle made before a setting or a called function is rebound (a later notebook cell,
+    or a benchmark switching an attempt's settings on) compiles for the new value, not a stale variant."""
+    (tmp_path / "cell_e.py").write_text((KERNELS / "simple_gemm.py").read_text())
+    e = load_module(tmp_path / "cell_e.py", "gemmlab_test_cell_e")
+    handle = dsl.gemm_fn(e.gemm, arch="sm_90a")
+    first = handle.current_key()
+    assert handle.current_key() == first          # nothing rebound: the key is not recomputed differently
+    e.TILE = 32
+    assert handle.current_key() != first
+    handle.compile_for(*tn(64, 64, 64))
+    assert not handle.cached                       # compiled now, for TILE = 32
+    e.TILE = 16
+    assert handle.current_key() == first
+    kernel = e.gemm_kernel
+    e.gemm_kernel = lambda *args: kernel(*args)     # a helper redefined in a later cell
+    assert handle.current_key() != first
+
+
 def test_gemm_fn_compiles_lazily() -> None:
     k = dsl.gemm_fn(simple_gemm.gemm, arch="sm_90a")
     with pytest.raises(Exception, match="not compiled yet"):
