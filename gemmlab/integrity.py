@@ -8,8 +8,8 @@ One module for every integrity question ``check_gemm``, ``bench_gemm`` and the g
   says why that fails a graded check.
 - **late or other-stream work**: :func:`watched_call` runs a call on a stream of gemmlab's own and
   snapshots the output when it returns; an output that changes afterwards means work was left
-  running elsewhere (:func:`late_work_message`). :func:`verify_nothing_left_running` also times a
-  few calls until the whole GPU is idle (:func:`left_work_running` decides).
+  running elsewhere (:func:`late_work_message`). :func:`verify_nothing_left_running` also times how
+  long the whole GPU stays busy after a call's current-stream work ends (:func:`left_work_running` decides).
 - **input guard**: :func:`input_nudger` changes one input element between timed calls.
 - **cached output**: :func:`verify_once` writes new values into the same input buffers and
   requires one call to compute the new product.
@@ -148,48 +148,50 @@ def late_work_message(late_elements: int) -> str:
             "function takes `stream: cuda.CUstream`, which gemmlab fills in, and passes stream=stream to .launch())")
 
 
-#: Slack for a device-wide synchronize's own latency when comparing wall time with GPU time (ms).
+#: Slack for a device-wide synchronize's own latency (ms).
 SYNC_SLACK_MS = 0.1
 
 
-def left_work_running(wall_ms: float, host_ms: float, gpu_ms: float) -> bool:
-    """Whether calls that took ``wall_ms`` from their start to an idle GPU left work behind, given
-    ``host_ms`` in Python per call and ``gpu_ms`` of timed work on torch's current stream.
+def left_work_running(after_ms: float, gpu_ms: float) -> bool:
+    """Whether a call left work behind, given ``after_ms``: how long the GPU stayed busy after the
+    work the call put on torch's current stream had finished, and ``gpu_ms`` of timed work there.
 
-    A call whose work all runs on the current stream is done, at the latest, its Python time
-    plus its GPU time after it starts; half the GPU time again and a little slack cover clocks
-    and the synchronize itself.
+    A call whose work all runs on the current stream leaves the GPU idle when that work ends;
+    half the timed work and a little slack cover clocks and the synchronize itself.
     """
-    return wall_ms > host_ms + 1.5 * gpu_ms + SYNC_SLACK_MS
+    return after_ms > 0.5 * gpu_ms + SYNC_SLACK_MS
 
 
 def verify_nothing_left_running(yours: Callable[[], Any], gpu_ms: float, label: str, calls: int = 5) -> None:
-    """Time a few calls from their start until the whole GPU is idle; raise
-    :class:`BenchIntegrityError` if that is far longer than the work timed on torch's current stream.
+    """Run a few calls and measure how long the whole GPU stays busy after each call's work on torch's
+    current stream has finished; raise :class:`BenchIntegrityError` if that is far more than nothing.
 
     Why, beside the snapshot in :func:`verify_once`: that snapshot runs on a stream of our own,
     and CUDA maps streams onto a few hardware queues (``CUDA_DEVICE_MAX_CONNECTIONS``), so it can
     queue behind a side stream's work and see the finished result (seen on the H100). A device-wide
-    synchronize cannot be fooled that way.
+    synchronize cannot be fooled that way. The time is taken from the moment the current stream's
+    work is seen finished, not from the call's start: another process sharing the GPU delays when a
+    call's work starts and ends, but not the gap between its end and an idle GPU (an earlier
+    wall-clock comparison took such a busy neighbour for late work).
     """
     import torch
 
-    walls, hosts = [], []
+    afters = []
     for _ in range(calls):
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
+        done = torch.cuda.Event()
         yours()
-        t1 = time.perf_counter()
+        done.record(torch.cuda.current_stream())
+        done.synchronize()
+        t0 = time.perf_counter()
         torch.cuda.synchronize()
-        walls.append((time.perf_counter() - t0) * 1e3)
-        hosts.append((t1 - t0) * 1e3)
-    wall_ms, host_ms = statistics.median(walls), statistics.median(hosts)
-    if left_work_running(wall_ms, host_ms, gpu_ms):
+        afters.append((time.perf_counter() - t0) * 1e3)
+    after_ms = statistics.median(afters)
+    if left_work_running(after_ms, gpu_ms):
         raise BenchIntegrityError(
-            f"{label}: the GPU was still busy after the function returned: {wall_ms:.3f} ms from a call's start "
-            f"until the GPU was idle, but only {gpu_ms:.3f} ms of work ran on torch's current stream (and "
-            f"{host_ms:.3f} ms in Python). The timing misses work left running on another stream: launch on "
-            "torch's current stream (torch.cuda.current_stream()).")
+            f"{label}: the GPU was still busy after the function returned: {after_ms:.3f} ms after the work on "
+            f"torch's current stream had finished ({gpu_ms:.3f} ms of work). The timing misses work left running "
+            "on another stream: launch on torch's current stream (torch.cuda.current_stream()).")
 
 
 # --------------------------------------------------------------------------- inputs and cached outputs

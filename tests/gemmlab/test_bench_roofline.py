@@ -110,10 +110,11 @@ def test_package_names_stay_callable_after_submodule_import():
 def test_left_work_running_flags_only_calls_that_outlast_their_timed_work() -> None:
     from gemmlab.integrity import left_work_running
 
-    assert not left_work_running(wall_ms=0.30, host_ms=0.05, gpu_ms=0.25)    # an honest 4096³ GEMM
-    assert not left_work_running(wall_ms=0.13, host_ms=0.10, gpu_ms=0.005)   # Python-bound tiny call
-    assert left_work_running(wall_ms=10.5, host_ms=0.05, gpu_ms=0.001)       # sleeps on a side stream
-    assert left_work_running(wall_ms=0.35, host_ms=0.05, gpu_ms=0.005)       # the GEMM hidden on a side stream
+    assert not left_work_running(after_ms=0.02, gpu_ms=0.25)     # an honest 4096³ GEMM: idle when it ends
+    assert not left_work_running(after_ms=0.08, gpu_ms=0.005)    # a tiny call, a slow synchronize
+    assert left_work_running(after_ms=10.5, gpu_ms=0.001)        # sleeps on a side stream
+    assert left_work_running(after_ms=0.30, gpu_ms=0.005)        # the GEMM hidden on a side stream
+    assert left_work_running(after_ms=0.30, gpu_ms=0.30)         # the same work again, left running
 
 
 def test_a_gate_that_ran_out_before_the_batch_was_queued_is_doubled_up_to_the_cap() -> None:

@@ -267,6 +267,7 @@ def test_planted_edge_tile_bug_heatmap_is_exactly_the_edges(torch):
 # --------------------------------------------------------------------------- bench, ceilings
 
 
+@pytest.mark.timing      # compares measured times: beside other GPU tests a busy GPU stretches them
 def test_gpu_only_timing_leaves_out_launch_overhead(torch):
     import gemmlab
 
