@@ -277,7 +277,8 @@ def bench_scale(args, limits) -> None:
     every grade equals the first 1-GPU run's, and whether the capstone's graded timings stay within the
     noise of a solo run (two workers timing at once on one host must not change each other's numbers)."""
     students = [f"s{i:03d}" for i in range(args.students)]
-    hostile = {s for i, s in enumerate(students) if i % 5 == 4}
+    every = args.hostile_every
+    hostile = {s for i, s in enumerate(students) if i % every == every - 1}
     modes = ["gpus", "ray"] if args.mode == "both" else [args.mode]
     ids = args.gpu_ids
     solo: dict[tuple, "BenchResult"] = {}
@@ -295,7 +296,7 @@ def bench_scale(args, limits) -> None:
                 print(f"{mode}: {n_gpu} GPUs asked for, {len(ids)} here; skipped")
                 continue
             c = _course(args.assignments, args.course_root)
-            jobs = _jobs(c, args.assignments, students, limits, not args.no_sandbox, hostile_every=5)
+            jobs = _jobs(c, args.assignments, students, limits, not args.no_sandbox, hostile_every=every)
             print(f"{mode}, {n_gpu} GPU(s), {args.workers_per_gpu} worker(s) each: {len(jobs)} jobs", flush=True)
             if mode == "ray":
                 took, results = _grade_ray(c, jobs, gpus, args.workers_per_gpu)
@@ -373,6 +374,8 @@ def main() -> int:
                    help="the course to grade (its solutions/ and course/ folders; default: this repository's)")
     p.add_argument("--no-sandbox", action="store_true")
     p.add_argument("--cell-timeout", type=float, default=180)
+    p.add_argument("--hostile-every", type=int, default=5,
+                   help="scale: every Nth submission is hostile (default 5: one in five)")
     args = p.parse_args()
     args.assignments = args.assignments or sorted(d.name for d in (args.course_root / "solutions").iterdir()
                                                   if d.is_dir() and any(d.glob("*.ipynb")))
