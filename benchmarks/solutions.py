@@ -61,6 +61,9 @@ KERNELS = [
     ("08_cuda_ladder", "ladder_dbuf"),
     ("08_cuda_ladder", "ladder_swizzle"),
     ("08_cuda_ladder", "ladder_any"),
+    ("09_capstone", "capstone_whole_tile_epilogue"),
+    ("09_capstone", "capstone_3_stages"),
+    ("09_capstone", "capstone_no_stream_k"),
     ("09_capstone", "capstone"),
 ]
 #: Kernels whose GEMM function is not named like their cell tag: tag name -> function name.
@@ -75,7 +78,13 @@ VARIANTS = {
     "hopper_ws_one_tile_per_cta": ("hopper_ws", {"WS_CLUSTER_M": 1, "WS_SMS": 1 << 30}),
     # + persistent CTAs (one per SM) walking tiles in grouped (L2-friendly) order, no cluster
     "hopper_ws_persistent": ("hopper_ws", {"WS_CLUSTER_M": 1}),
-    # hopper_ws itself adds 2-CTA clusters with TMA multicast of B: the capstone
+    # hopper_ws itself adds 2-CTA clusters with TMA multicast of B: 07's last step
+    # the capstone before its epilogue went into 128x32 slices: D in one 64 KiB buffer, so 3 stages fit
+    "capstone_whole_tile_epilogue": ("capstone", {"CAP_EPI_N": 0, "CAP_STAGES": 3, "CAP_STREAM_K": 0}),
+    # sliced stmatrix epilogue, but the ring kept at 3 stages: what the slices buy without the 4th stage
+    "capstone_3_stages": ("capstone", {"CAP_STAGES": 3, "CAP_STREAM_K": 0}),
+    # 4 stages and slices, every item whole: the partial last wave left idle
+    "capstone_no_stream_k": ("capstone", {"CAP_STREAM_K": 0}),
 }
 #: Kernels that compute one fixed tile (notebook 07's first step, one CTA): checked and timed at that
 #: shape only; their "ratio" is a latency comparison with cuBLAS on the same tiny problem.

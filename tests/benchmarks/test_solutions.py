@@ -123,6 +123,29 @@ def test_07_steps_are_the_capstone_with_ideas_switched_off(bench) -> None:
     assert set(bench.FIXED_SHAPE) <= {n for _, n in bench.KERNELS}
 
 
+def test_capstone_attempts_reach_the_compiled_kernel(bench) -> None:
+    """The capstone's attempt rows compile what they say: the whole-tile epilogue has no stmatrix and
+    3 stages; the sliced epilogue uses stmatrix, with 3 or 4 stages (visible in its shared memory);
+    only the stream-K build waits on another CTA's flag (ld.acquire.gpu)."""
+    import torch
+
+    import gemmlab
+
+    args = [torch.empty(s, dtype=torch.float16) for s in ((256, 128), (512, 128), (256, 512))]
+    seen = {}
+    for name in ("capstone_whole_tile_epilogue", "capstone_3_stages", "capstone_no_stream_k", "capstone"):
+        _, ns = bench.load_kernel("09_capstone", name)
+        workspace = [torch.empty(ns["CAP_SMS"] * ns["CAP_BM"] * ns["CAP_BN"]),
+                     torch.zeros(ns["CAP_SMS"], dtype=torch.int32), 1]
+        kernel = gemmlab.dsl.compile(ns["capstone_jit"], *args, *workspace, ns["CAP_STREAM_K"], arch="sm_90a")
+        seen[name] = (ns["CAP_STAGES"], "stmatrix" in kernel.ptx, "ld.acquire.gpu" in kernel.ptx,
+                      kernel.resources.dynamic_smem_bytes)
+    assert seen["capstone_whole_tile_epilogue"][:3] == (3, False, False)
+    assert seen["capstone_3_stages"][:3] == (3, True, False)
+    assert seen["capstone_no_stream_k"][:3] == (4, True, False) and seen["capstone"][:3] == (4, True, True)
+    assert seen["capstone"][3] > seen["capstone_3_stages"][3]
+
+
 def test_set_reaches_a_dsl_cells_integer_constants(bench) -> None:
     _, ns = bench.load_kernel("07_hopper", "hopper_ws", {"WS_GROUP_M": 16, "WS_STAGES": 4})
     assert ns["WS_GROUP_M"] == 16 and ns["WS_STAGES"] == 4

@@ -49,7 +49,8 @@ def test_solution_compiles_for_sm90a_with_its_hopper_features() -> None:
     ns = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"])
     assert ns["CAPSTONE_DESCRIPTION"], "the solution must describe itself for the leaderboard"
     kernels = ns["capstone_compile"]("sm_90a")
-    assert len(kernels) == 2, "one kernel per input type (fp16, bf16)"
+    assert len(kernels) == 4, "per input type (fp16, bf16): the whole-item build and the stream-K build"
+    assert sum("ld.acquire.gpu" in k.ptx for k in kernels) == 2, "the stream-K builds wait on partial-tile flags"
     for k in kernels:
         ptx = k.ptx
         assert k.compiled_arch == "sm_90a"
