@@ -247,8 +247,9 @@ def compile_args(sigs: Sequence[Any], values: Sequence[Any]) -> list[Any]:
     return out
 
 
-def runtime_args(sigs: Sequence[Any], values: Sequence[Any]) -> list[Any]:
-    """Real arguments for a compiled call: DLPack views of CUDA tensors and torch's stream."""
+def runtime_args(sigs: Sequence[Any], values: Sequence[Any], stream: Any = None) -> list[Any]:
+    """Real arguments for a compiled call: DLPack views of the tensors and ``stream`` (default: torch's current
+    stream). A recording (:mod:`gemmlab.dsl.recording`) passes CPU tensors and a stand-in stream."""
     import torch
     from cuda.bindings import driver
 
@@ -260,7 +261,9 @@ def runtime_args(sigs: Sequence[Any], values: Sequence[Any]) -> list[Any]:
     out: list[Any] = []
     for sig, value in zip(sigs, values):
         if isinstance(sig, StreamSig):
-            out.append(driver.CUstream(int(torch.cuda.current_stream().cuda_stream)) if value is None else value)
+            if value is None:
+                value = stream if stream is not None else driver.CUstream(int(torch.cuda.current_stream().cuda_stream))
+            out.append(value)
         elif isinstance(sig, TensorSig):
             out.append(from_dlpack(value.detach(), assumed_align=sig.align).mark_layout_dynamic(leading_dim=sig.leading))
         elif sig.constexpr:

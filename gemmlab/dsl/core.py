@@ -161,6 +161,7 @@ class Variant:
     compile_seconds: float
     hits: int = 0
     launched: bool = False  # its first launch ran with the DSL's printed complaints captured
+    host_object: bytes | None = None  # its host launch code as an object file, once a recording needed it
 
 
 _VARIANTS: dict[str, Variant] = {}
@@ -298,6 +299,12 @@ class DslKernel:
         """Run on torch's current stream (passed as the ``stream`` parameter; a function without one
         launches on CUDA's default stream, which is then joined to the current one). A kernel that
         calls ``cute.printf`` is waited for, so its output shows in the cell."""
+        from .recording import active
+
+        recorder = active()
+        if recorder is not None:
+            self._record(args, recorder)
+            return
         require_gpu(f"Running the DSL kernel `{self.name}`")
         faults.raise_if_lost()
         torch_device()  # torch owns the CUDA context; the DSL loads its module into it
@@ -332,6 +339,37 @@ class DslKernel:
                 raise KernelError(f"DSL kernel `{self.name}` returned CUDA error code {status}.") from None
         if uses_printf(variant.ptx):
             forward_device_printf(lambda: synchronize(what=f"DSL kernel `{self.name}`", flush_printf=True))
+
+    def _record(self, args: Sequence[Any], recorder: Any) -> None:
+        """Write down what this call launches (a recording, :mod:`gemmlab.dsl.recording`): no GPU is touched."""
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        with _disable_current_modes():   # the DSL's own use of torch is not the student's function's
+            host, tensors = self._host_recording(args, recorder.arch, recorder.device_attributes)
+        recorder.add_launches(host, tensors)
+
+    def _host_recording(self, args: Sequence[Any], arch: str, device_attributes: Any) -> tuple[Any, list]:
+        from cuda.bindings import driver
+
+        from . import host_recording as host
+
+        variant, sig, values = self._variant(args, arch, need_cuda=False)
+        runtime = convert.runtime_args(sig, values, stream=driver.CUstream(0))
+        names = [p.name for p, s in zip(self._params, sig) if not getattr(s, "constexpr", False)]
+        try:
+            exe_args, _ = variant.compiled.generate_execution_args(**dict(zip(names, runtime)))
+        except Exception as exc:  # noqa: BLE001 - the DSL's argument errors, said in its words
+            raise LaunchError(f"DSL kernel `{self.name}`: its arguments could not be passed: {headline(exc)}") from None
+        if variant.host_object is None:
+            variant.host_object = host.export_object(variant.compiled, "gemmlab")
+        res = variant.resources
+        resources = {} if res is None else {0: res.max_threads_per_block, 1: res.static_smem_bytes,
+                                            2: res.const_bytes, 3: res.stack_frame_bytes, 4: res.registers}
+        sizes = {name: host.kernel_param_sizes(variant.ptx, name) for name in host.kernel_names(variant.ptx)}
+        emulated = host.EmulatedRuntime(device_attributes, {k: resources for k in sizes}, sizes)
+        recording = host.run_host_code(variant.host_object, "gemmlab",
+                                       [getattr(a, "value", a) for a in exe_args], emulated)
+        return recording, [v for s, v in zip(sig, values) if isinstance(s, convert.TensorSig)]
 
     def _launch_error(self, exc: BaseException) -> GemmlabError:
         fault = faults.classify(str(exc))

@@ -59,3 +59,22 @@ def load() -> tuple[ModuleType, ModuleType]:
             f"Reinstall it with `pip install --force-reinstall {PIN}` and run `gemmlab doctor`."
         ) from None
     return cutlass, cute
+
+
+@functools.lru_cache(maxsize=1)
+def load_runtime_library() -> None:
+    """Load the DSL's runtime library into this process with its names visible to later loads.
+
+    The DSL's object writer (``export_to_c``) resolves the runtime's function names in the
+    process; the DSL loads the library that way only when it can run what it compiled (on a GPU).
+    """
+    import ctypes
+    from pathlib import Path
+
+    cutlass, _ = load()
+    root = Path(cutlass.__file__).resolve().parents[2]
+    found = sorted(root.glob("cu*/lib/libcute_dsl_runtime.so"))
+    if not found:
+        raise ToolchainError(f"The CuTe DSL's runtime library (libcute_dsl_runtime.so) is not under {root}: "
+                             f"reinstall it with `pip install --force-reinstall {PIN}`.")
+    ctypes.CDLL(str(found[0]), mode=ctypes.RTLD_GLOBAL)

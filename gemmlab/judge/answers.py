@@ -8,10 +8,13 @@ bound there by :func:`bind` from a description the student's kernel gave (:func:
 - a function becomes an :class:`Answer`; calling it sends the arguments (plain data) to the
   student's kernel, which calls its own function (:func:`serve`) and sends back the result as
   plain data, or the exception's type and message;
-- a CuTe DSL kernel becomes a :class:`DslAnswer`: its Python can only run in the student's
-  process, so the judge cannot build it (:class:`StudentProcessOnly`), and the grader runs the
-  tests that need it in the student's kernel instead; likewise a test that calls a student's
-  function with tensors (a launch: :class:`NeedsStudentProcess`);
+- a call with tensors (a launch) is *recorded* in the student's kernel instead: its function runs
+  there on probes, CPU tensors shaped like the judge's, while its CuTe DSL launches and copies are
+  written down (:mod:`gemmlab.dsl.recording`); the judge replays that plan on its own tensors
+  (:mod:`.dsl_replay`), so the verdict on what the kernel computed is the judge's;
+- a CuTe DSL kernel becomes a :class:`DslAnswer`: launches of it are recorded as above; anything
+  else (its PTX, its resources) exists only in the student's process (:class:`StudentProcessOnly`),
+  and the grader runs the tests that need it in the student's kernel instead;
 - anything else is an :class:`Opaque` that fails every use with what it was.
 
 The two kernels never share anything but a socket each to the grader, which relays whole lines
@@ -110,6 +113,8 @@ def _run_call(namespace: dict[str, Any], call: Any) -> dict[str, Any]:
         fn = namespace[name]
     except Exception as exc:  # noqa: BLE001 - a broken request is reported, never raised here
         return {"error": type(exc).__name__, "message": str(exc)[:2000]}
+    if isinstance(call.get("record"), dict):
+        return _record_call(fn, args, kwargs, call["record"])
     try:
         result = fn(*args, **kwargs)
     except BaseException as exc:  # noqa: BLE001 - the student's exception is data for the judge
@@ -118,6 +123,41 @@ def _run_call(namespace: dict[str, Any], call: Any) -> dict[str, Any]:
         return {"result": plain.encode(result, f"the value {name}(...) returned")}
     except plain.NotPlainData as exc:
         return {"error": "NotPlainData", "message": str(exc)}
+
+
+#: How a tensor argument of a recorded call is written in the request's arguments.
+TENSOR_MARK = "__gemmlab_tensor__"
+
+
+def _with(value: Any, probes: list[Any], depth: int = 0) -> Any:
+    """``value`` with every tensor mark replaced by its probe."""
+    if isinstance(value, dict) and set(value) == {TENSOR_MARK} and isinstance(value[TENSOR_MARK], int):
+        return probes[value[TENSOR_MARK]]
+    if isinstance(value, (list, tuple)) and depth < 8:
+        return type(value)(_with(v, probes, depth + 1) for v in value)
+    if isinstance(value, dict) and depth < 8:
+        return {k: _with(v, probes, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _record_call(fn: Any, args: Any, kwargs: Any, how: dict[str, Any]) -> dict[str, Any]:
+    """Call ``fn`` on probes of the judge's tensors and return what it launched (a plan), or the error."""
+    try:
+        import torch
+
+        from ..dsl import gemm_fn
+        from ..dsl.recording import probe, recording
+
+        probes = [probe(t["shape"], t["stride"], getattr(torch, t["dtype"]), int(t["address_mod"]))
+                  for t in how["tensors"]]
+        attributes = {int(k): int(v) for k, v in how["device_attributes"].items()}
+        if _is_dsl(fn):                        # a bare @cute.jit function: launched the way gemm_fn launches it
+            fn = gemm_fn(fn)
+        with recording(str(how["arch"]), attributes, probes) as recorder:
+            fn(*_with(args, probes), **_with(kwargs, probes))
+        return {"plan": recorder.plan()}
+    except BaseException as exc:  # noqa: BLE001 - the student's exception is data for the judge
+        return {"error": type(exc).__name__, "message": str(exc)[:4000]}
 
 
 def _lines(sock: Any) -> Any:
@@ -211,8 +251,90 @@ def _holds_tensor(values: tuple, depth: int = 0) -> bool:
     return False
 
 
+def _marked(value: Any, tensors: list[Any], depth: int = 0) -> Any:
+    """``value`` with each torch tensor replaced by a mark (its index in ``tensors``, where it is appended)."""
+    kind = type(value)
+    if (getattr(kind, "__module__", "") or "").split(".")[0] == "torch" and hasattr(value, "data_ptr"):
+        tensors.append(value)
+        return {TENSOR_MARK: len(tensors) - 1}
+    if kind in (tuple, list) and depth < 8:
+        return kind(_marked(v, tensors, depth + 1) for v in value)
+    if kind is dict and depth < 8:
+        return {k: _marked(v, tensors, depth + 1) for k, v in value.items()}
+    return value
+
+
+#: Replays of recorded calls, by what the recording depended on (bounded; oldest dropped first).
+_REPLAYS: dict[str, Any] = {}
+MAX_REPLAYS = 256
+
+
+_ATTRIBUTES: dict[int, dict[str, int]] = {}
+
+
+def _device_attributes() -> dict[str, int]:
+    import torch
+
+    from ..runtime.device import raw_attributes
+
+    index = torch.cuda.current_device()
+    if index not in _ATTRIBUTES:
+        _ATTRIBUTES[index] = {str(k): v for k, v in raw_attributes(index).items()}
+    return _ATTRIBUTES[index]
+
+
+def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any]) -> None:
+    """A launch by the student's function ``name``: recorded in its kernel, replayed here on these tensors."""
+    import torch
+
+    from ..gpu import current_arch
+    from .dsl_replay import PlanError, Replay
+
+    tensors: list[Any] = []
+    marked_args, marked_kwargs = _marked(list(args), tensors), _marked({str(k): v for k, v in kwargs.items()}, tensors)
+    if any(t.device.type != "cuda" for t in tensors):
+        raise AnswerError(f"{name}(...) was given a tensor that is not on the GPU; the judge launches only on its GPU.")
+    where = f"the arguments of {name}"
+    metas = [{"shape": list(t.shape), "stride": list(t.stride()), "dtype": str(t.dtype).replace("torch.", ""),
+              "address_mod": t.data_ptr() % 512} for t in tensors]
+    request = {"name": name, "args": plain.encode(marked_args, where), "kwargs": plain.encode(marked_kwargs, where),
+               "record": {"arch": current_arch(), "tensors": metas, "device_attributes": _device_attributes()}}
+    key = json.dumps([request["name"], request["args"], request["kwargs"], metas], sort_keys=True)
+    replay = _REPLAYS.get(key)
+    if replay is None:
+        reply = _reply(name, channel(request))
+        if "plan" not in reply:
+            raise AnswerError(f"{name}(...): your notebook's kernel sent no recording of the launch.")
+        try:
+            replay = Replay(reply["plan"], len(tensors))
+        except PlanError as exc:
+            raise AnswerError(f"{name}(...): the judge will not run the recorded launch: {exc}") from None
+        if len(_REPLAYS) >= MAX_REPLAYS:
+            _REPLAYS.pop(next(iter(_REPLAYS)))
+        _REPLAYS[key] = replay
+    replay(tensors, torch.cuda.current_stream())
+
+
+def _reply(name: str, reply_text: Any, limit: int = MAX_REPLY_CHARS) -> dict[str, Any]:
+    """The student's kernel's reply as a dict, or the AnswerError that says what went wrong."""
+    if not isinstance(reply_text, str) or len(reply_text) > limit:
+        raise AnswerError(f"{name}(...): your notebook's kernel sent no usable answer.")
+    try:
+        reply = json.loads(reply_text)
+    except ValueError:
+        raise AnswerError(f"{name}(...): your notebook's kernel did not answer ({reply_text[:200]}).") from None
+    if not isinstance(reply, dict):
+        raise AnswerError(f"{name}(...): your notebook's kernel sent no usable answer.")
+    if "error" in reply:
+        ename, message = str(reply.get("error"))[:100], str(reply.get("message", ""))[:4000]
+        if ename == "NotPlainData":
+            raise AnswerError(message + " Return plain values.")
+        raise AnswerError(f"{name}(...) raised {ename}: {message}")
+    return reply
+
+
 class Answer:
-    """A function the student defined, called in the student's kernel with plain data."""
+    """A function the student defined, called in the student's kernel with plain data (or recorded, with tensors)."""
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -226,25 +348,11 @@ class Answer:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _holds_tensor(args) or _holds_tensor(tuple(kwargs.values())):
-            raise NeedsStudentProcess(f"{self._name} is called with tensors (a launch): this test runs in your "
-                                      "notebook's process")
+            return _launch_recorded(self._name, args, kwargs)
         where = f"the arguments of {self._name}"
         request = {"name": self._name, "args": plain.encode(list(args), where),
                    "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where)}
-        reply_text = channel(request)
-        if not isinstance(reply_text, str) or len(reply_text) > MAX_REPLY_CHARS:
-            raise AnswerError(f"{self._name}(...): your notebook's kernel sent no usable answer.")
-        try:
-            reply = json.loads(reply_text)
-        except ValueError:
-            raise AnswerError(f"{self._name}(...): your notebook's kernel did not answer ({reply_text[:200]}).") from None
-        if not isinstance(reply, dict):
-            raise AnswerError(f"{self._name}(...): your notebook's kernel sent no usable answer.")
-        if "error" in reply:
-            ename, message = str(reply.get("error"))[:100], str(reply.get("message", ""))[:4000]
-            if ename == "NotPlainData":
-                raise AnswerError(message + " Return plain values.")
-            raise AnswerError(f"{self._name}(...) raised {ename}: {message}")
+        reply = _reply(self._name, channel(request))
         return plain.decode(reply.get("result"))
 
 
@@ -262,6 +370,8 @@ class DslAnswer:
         return f"<your CuTe DSL {self._kind} {self._name}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _holds_tensor(args) or _holds_tensor(tuple(kwargs.values())):
+            return _launch_recorded(self._name, args, kwargs)
         raise StudentProcessOnly(f"{self._name} is a CuTe DSL {self._kind}; it is built in your notebook's process.")
 
 

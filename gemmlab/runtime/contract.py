@@ -13,6 +13,11 @@ from typing import Any
 from ..errors import LaunchError
 from ..signature import Param
 
+#: A recorded CuTe DSL launch (:mod:`gemmlab.dsl.recording`) marks each TMA descriptor parameter with
+#: these 8 bytes and the descriptor's index (8 more bytes); the replay encodes it again (``gemmlab.judge.dsl_replay``).
+TENSOR_MAP_MARK = b"GLTMAP\0\0"
+TENSOR_MAP_BYTES = 128
+
 
 def _dims3(value: Any) -> tuple[int, int, int]:
     dims = tuple(int(v) for v in value)

@@ -98,4 +98,28 @@ def device_attributes(index: int) -> DeviceAttributes:
     return _attributes[index]
 
 
-__all__ = ["DeviceAttributes", "checked", "device_attributes", "driver", "ensure_context", "torch_device"]
+#: Device attribute numbers (CUdevice_attribute, equal to cudaDeviceAttr) a recording may ask about.
+RAW_ATTRIBUTE_RANGE = range(1, 140)
+
+
+def raw_attributes(index: int | None = None) -> dict[int, int]:
+    """Every device attribute (by number) the driver answers for device ``index`` (torch's current by default).
+
+    What a recorded CuTe DSL launch on another machine is told about this GPU (:mod:`gemmlab.dsl.recording`)."""
+    import torch
+
+    d = driver()
+    dev = checked(d.cuDeviceGet(torch.cuda.current_device() if index is None else index), "finding the GPU")
+    out = {}
+    for number in RAW_ATTRIBUTE_RANGE:
+        try:
+            result, value = d.cuDeviceGetAttribute(d.CUdevice_attribute(number), dev)
+        except ValueError:      # a number this driver binding does not name
+            continue
+        if int(result) == 0:
+            out[number] = int(value)
+    return out
+
+
+__all__ = ["DeviceAttributes", "RAW_ATTRIBUTE_RANGE", "checked", "device_attributes", "driver", "ensure_context",
+           "raw_attributes", "torch_device"]
