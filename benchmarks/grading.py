@@ -174,7 +174,8 @@ def bench_one(args, limits) -> None:
     jobs = _jobs(c, args.assignments, ["one"], limits, not args.no_sandbox)
     took, results = _grade(c, jobs, args.gpus[:args.workers_per_gpu])   # the first GPU's workers
     rows = [["honest", a, f"{results[('one', a)].score:g}/{results[('one', a)].max_score:g}",
-             f"{results[('one', a)].seconds:.1f}", _not_passed(results[("one", a)])] for a in args.assignments]
+             f"{results[('one', a)].seconds:.1f}", _not_passed(results[("one", a)]), _in_student(results[("one", a)])]
+            for a in args.assignments]
     for a in args.assignments:
         for name in c.notebooks(a):
             folder = c.submitted / "untouched" / a
@@ -182,7 +183,7 @@ def bench_one(args, limits) -> None:
             (folder / name).write_text(c.release_notebook(a, name).read_text())
     _, untouched = _grade(c, [c.job(a, "untouched", limits, not args.no_sandbox) for a in args.assignments],
                           args.gpus[:args.workers_per_gpu])
-    rows += [["untouched release", a, f"{r.score:g}/{r.max_score:g}", f"{r.seconds:.1f}", ""]
+    rows += [["untouched release", a, f"{r.score:g}/{r.max_score:g}", f"{r.seconds:.1f}", "", ""]
              for (_, a), r in sorted(untouched.items())]
     if "09_capstone" in args.assignments:
         a = "09_capstone"
@@ -198,13 +199,21 @@ def bench_one(args, limits) -> None:
         _, ew = _grade(c, [c.job(a, "elementwise", limits, not args.no_sandbox)], args.gpus[:1])
         r = ew[("elementwise", a)]
         rows.append(["torch elementwise capstone", a, f"{r.score:g}/{r.max_score:g}", f"{r.seconds:.1f}",
-                     _not_passed(r)])
-    print(table(rows, ["hand-in", "assignment", "score", "seconds", "tests not passed"]))
+                     _not_passed(r), _in_student(r)])
+        for cell in r.cells:
+            if cell.status != "passed":
+                print(f"elementwise capstone, {cell.grade_id}: {cell.message[:300]}")
+    print(table(rows, ["hand-in", "assignment", "score", "seconds", "tests not passed", "tests run in the student's process"]))
     from gemmlab.gpu import device_name, has_gpu
 
     where = f"on one {device_name()}" if has_gpu() else "without a GPU (GPU cells only compile; the target is for an H100)"
     workers = f", {args.workers_per_gpu} notebooks at a time" if args.workers_per_gpu > 1 else ""
     print(f"one complete submission: {took:.1f} s {where}{workers} (target ≤ 180 s on one H100)\n")
+
+
+def _in_student(r: SubmissionResult) -> str:
+    """Graded tests whose verdict came from the student's kernel (CuTe DSL tests that read PTX or resources)."""
+    return ", ".join(c.grade_id for c in r.cells if not c.judged and c.status != "manual")[:120]
 
 
 def _not_passed(r: SubmissionResult) -> str:

@@ -22,7 +22,7 @@ from typing import Any, Callable, NamedTuple, TypeVar
 
 from .errors import GemmlabError, LaunchError
 from .gpu import current_arch, has_gpu
-from .judge.answers import DslAnswer
+from .judge.answers import Answer, DslAnswer
 
 __all__ = [
     "FALLBACK_ARCH", "H100_ILLUSTRATION", "OPTION_NAMES", "STUB_MARK",
@@ -187,7 +187,7 @@ def source_done(source: str) -> bool:
 
 def function_done(fn: Callable[..., Any]) -> bool:
     """False while a Python function's body is still the exercise placeholder."""
-    if isinstance(fn, DslAnswer):      # in the judge: the student's kernel said whether it is done
+    if isinstance(fn, (Answer, DslAnswer)):   # in the judge: the student's kernel said whether it is done
         return fn.done
     fn = inspect.unwrap(getattr(fn, "__wrapped__", fn))
     try:

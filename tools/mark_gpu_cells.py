@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 META, KEY = "gemmlab", "needs_gpu"   # the grader's convention: autograder.harness.assemble.NEEDS_GPU
 ARCH_KEY = "needs_arch"              # autograder.harness.assemble.NEEDS_ARCH
+JUDGED_KEY = "judged"                # autograder.harness.assemble.JUDGED
 
 #: Per notebook, the graded cells whose points need the kernel to run on a GPU (correctness and speed).
 #: Not listed: layout, index and PTX-only tests, 07's sm_100a compile test (test_bw_tile) and
@@ -50,6 +51,17 @@ ARCH_TESTS: dict[str, dict[str, str]] = {
 }
 
 
+#: Per notebook, GPU tests of CuTe DSL kernels that only *launch* the student's functions: they run in the
+#: judge, which records each launch in the student's kernel and replays it on its own tensors
+#: (gemmlab.judge.answers). Other tests of DSL kernels read their PTX or resources, which exist only in the
+#: student's process, and run there (autograder/harness/routing.py).
+JUDGED_TESTS: dict[str, tuple[str, ...]] = {
+    "05_global_gemm": ("test_gemm_correct_slow", "test_perf_bar_slow"),
+    "06_pipelining": ("test_pipeline_kernel_slow", "test_performance_bar_slow"),
+    "09_capstone": ("test_capstone_correct_slow", "test_capstone_speed_slow"),
+}
+
+
 class MarkError(RuntimeError):
     """The list and the notebook disagree; the message names the notebook and the grade_id."""
 
@@ -58,12 +70,15 @@ def _grade_id(cell: dict) -> str:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
 
 
-def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str] | None = None) -> dict:
-    """``nb`` with ``needs_gpu`` set on exactly the graded cells in ``wanted`` and ``needs_arch`` on those
-    in ``arches`` (both removed elsewhere)."""
+def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str] | None = None,
+           judged: tuple[str, ...] = ()) -> dict:
+    """``nb`` with ``needs_gpu`` set on exactly the graded cells in ``wanted``, ``needs_arch`` on those
+    in ``arches`` and ``judged`` on those in ``judged`` (each removed elsewhere)."""
     arches = arches or {}
     if stray := [g for g in arches if g not in wanted]:
         raise MarkError(f"{where}: {', '.join(stray)} need an architecture but are not GPU tests: update tools/mark_gpu_cells.py")
+    if stray := [g for g in judged if g not in wanted]:
+        raise MarkError(f"{where}: {', '.join(stray)} are judged launches but not GPU tests: update tools/mark_gpu_cells.py")
     found = {_grade_id(c): c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
     if missing := [g for g in wanted if g not in found]:
         raise MarkError(f"{where}: no graded cell {', '.join(missing)}: update GPU_TESTS in tools/mark_gpu_cells.py")
@@ -71,7 +86,8 @@ def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str]
         meta = cell.setdefault("metadata", {})
         mine = found.get(_grade_id(cell)) is cell
         for key, value in ((KEY, True if _grade_id(cell) in wanted else None),
-                           (ARCH_KEY, arches.get(_grade_id(cell)))):
+                           (ARCH_KEY, arches.get(_grade_id(cell))),
+                           (JUDGED_KEY, True if _grade_id(cell) in judged else None)):
             if mine and value is not None:
                 meta.setdefault(META, {})[key] = value
             elif key in meta.get(META, {}):
@@ -81,10 +97,11 @@ def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str]
     return nb
 
 
-def mark_file(path: Path, wanted: tuple[str, ...], check: bool, arches: dict[str, str] | None = None) -> bool:
+def mark_file(path: Path, wanted: tuple[str, ...], check: bool, arches: dict[str, str] | None = None,
+              judged: tuple[str, ...] = ()) -> bool:
     """Mark one notebook file (only if it changes); True when it was (or, with ``check``, would be) changed."""
     text = path.read_text()
-    nb = marked(json.loads(text), wanted, str(path.relative_to(path.parents[2])), arches)
+    nb = marked(json.loads(text), wanted, str(path.relative_to(path.parents[2])), arches, judged)
     new = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"   # as nbformat writes
     if json.loads(new) == json.loads(text):
         return False
@@ -101,7 +118,7 @@ def main(argv: list[str] | None = None, solutions: Path = SOLUTIONS) -> int:
     for assignment, wanted in GPU_TESTS.items():
         for path in sorted((solutions / assignment).glob("*.ipynb")):
             try:
-                if mark_file(path, wanted, args.check, ARCH_TESTS.get(assignment)):
+                if mark_file(path, wanted, args.check, ARCH_TESTS.get(assignment), JUDGED_TESTS.get(assignment, ())):
                     changed.append(path)
             except MarkError as err:
                 print(err, file=sys.stderr)

@@ -53,6 +53,17 @@ def needs_gpu(cell) -> bool:
     return isinstance(meta, dict) and meta.get(NEEDS_GPU) is True
 
 
+#: Cell metadata key (``metadata[GEMMLAB_META][JUDGED] = true``): a test of CuTe DSL kernels that only launches
+#: the student's functions, so it runs in the judge (each launch recorded in the student's kernel and replayed).
+JUDGED = "judged"
+
+
+def judged_launches(cell) -> bool:
+    """Whether the instructor marked this test as one the judge runs although it uses CuTe DSL answers."""
+    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
+    return isinstance(meta, dict) and meta.get(JUDGED) is True
+
+
 #: Cell metadata key (``metadata[GEMMLAB_META][NEEDS_ARCH] = "sm_90"``): a GPU test that needs that GPU family.
 NEEDS_ARCH = "needs_arch"
 

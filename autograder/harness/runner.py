@@ -30,7 +30,8 @@ from gemmlab.runtime.faults import classify
 
 from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult
 from . import inkernel
-from .assemble import Assembled, answer_flags, assemble, grade_id, is_answer, is_graded, needs_arch, needs_gpu, notebook_needs_gpu
+from .assemble import (Assembled, answer_flags, assemble, grade_id, is_answer, is_graded, judged_launches, needs_arch,
+                       needs_gpu, notebook_needs_gpu)
 from .device import gpu_arch, missing_gpu
 from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, JUDGE_KERNEL_ENV, STUDENT_SERVER, AnswerRelay, bind_code, describe
 from .kernel import CellRun, SandboxedKernel, describe_exit
@@ -40,6 +41,8 @@ from .wellformed import clean_notebook, clean_outputs
 
 #: The judge's error name for a test that hands tensors to a student's function (see gemmlab.judge.answers).
 NEEDS_STUDENT = NeedsStudentProcess.__name__
+#: Evaluated in the judge before a cell: whether calls with tensors are recorded and replayed there.
+RECORD_LAUNCHES = "__import__('gemmlab.judge.answers', fromlist=['record_launches']).record_launches({on})"
 
 #: Seconds the grader's bootstrap may take in a fresh kernel (imports gemmlab and torch; ~5 s):
 #: a kernel that cannot start is classified in a minute, not after a test cell's limit.
@@ -173,6 +176,8 @@ class _NotebookGrader:
         self.described: dict[str, Any] = {}   # the student's kernel's last description of them
         self.bound = True                     # whether the judge holds the student's current answers
         self.index = 0                        # the cell being graded
+        self.judged = any(judged_launches(c) for c in source.cells)   # the notebook has judged launch tests
+        self.recording: bool | None = None    # what the judge kernel was last told (None: not yet / restarted)
 
     # ------------------------------------------------------------ kernels
     def _revive(self, side: str, index: int) -> str:
@@ -183,11 +188,13 @@ class _NotebookGrader:
         self.kernels.start(side, self.name)
         if side == "judge":
             self.bound = False
+            self.recording = None
         replay = [i for i in self.kernels.done[side] if i < index]
         for i in replay:
             cell = self.nb.cells[i]
             if side == "judge":
                 self._bind()
+                self._record_launches(cell)
             left = self.deadline - time.monotonic()
             run = self.kernels.kernel(side).execute(cell.source, timeout_s=max(1.0, min(_cell_timeout(cell, self.limits), left)))
             if run.status not in ("ok", "error"):
@@ -255,8 +262,17 @@ class _NotebookGrader:
             return ["student"]
         if is_graded(cell):
             self._bind()
-            return ["student"] if self._in_student(gid) else ["judge"]
+            return ["student"] if self._in_student(gid) and not judged_launches(cell) else ["judge"]
         return ["student", "judge"]
+
+    def _record_launches(self, cell: nbformat.NotebookNode) -> None:
+        """Tell the judge whether this cell's launches are recorded and replayed there: in a test the instructor
+        marked ``judged``, and in the instructor's other cells of a notebook that has one (they compute what
+        such a test reads, e.g. a performance bar)."""
+        on = judged_launches(cell) if is_graded(cell) else self.judged
+        if on != self.recording:
+            ok, _ = self.kernels.judge.evaluate(RECORD_LAUNCHES.format(on=on), 30)
+            self.recording = on if ok else None
 
     def _execute(self, side: str, index: int, cell: nbformat.NotebookNode, label: str) -> CellRun:
         kernel = self.kernels.kernel(side)
@@ -272,6 +288,7 @@ class _NotebookGrader:
         timeout = min(_cell_timeout(cell, self.limits), left)
         if side == "judge":
             self._bind()
+            self._record_launches(cell)
             run = kernel.execute(cell.source, timeout_s=timeout)
             student = self.kernels.student
             if run.status == "timeout":           # a call may be stuck in the student's kernel: start it afresh
@@ -316,7 +333,7 @@ class _NotebookGrader:
                     continue
                 sides = self._sides(index, cell)
                 runs = {side: self._execute(side, index, cell, label) for side in sides}
-                if graded and sides == ["judge"] and runs["judge"].ename == NEEDS_STUDENT:
+                if graded and sides == ["judge"] and runs["judge"].ename == NEEDS_STUDENT and not judged_launches(cell):
                     sides = ["student"]         # the test launches the student's code on tensors
                     runs = {"student": self._execute("student", index, cell, label)}
                 run = runs[sides[0]] if not graded else runs[sides[-1]]

@@ -45,15 +45,31 @@ class AnswerError(JudgeError):
 
 
 class NeedsStudentProcess(BaseException):
-    """A test handed tensors to a student's function: a launch, which only the student's process can make.
+    """A test handed tensors to a student's function (a launch) where the grader does not record launches.
 
     Not an ``Exception``, so no ``except Exception`` in a test or helper swallows it: the grader sees it
-    and runs that test in the student's kernel instead (as a CuTe DSL test).
+    and runs that test in the student's kernel instead (as a CuTe DSL test). Tests the instructor marked
+    ``judged`` record and replay launches instead (:func:`record_launches`).
     """
 
 
 class StudentProcessOnly(JudgeError):
     """A CuTe DSL kernel of the student's: it can only be built and run in the student's own process."""
+
+
+_RECORDING = {"on": False}
+
+
+def record_launches(on: bool) -> bool:
+    """In the judge: whether a call with tensors is recorded and replayed here (set by the grader per cell)."""
+    _RECORDING["on"] = bool(on)
+    return _RECORDING["on"]
+
+
+def _launch(name: str, args: tuple, kwargs: dict[str, Any]) -> None:
+    if not _RECORDING["on"]:
+        raise NeedsStudentProcess(f"{name} is called with tensors (a launch): this test runs in your notebook's process")
+    _launch_recorded(name, args, kwargs)
 
 
 def in_judge() -> bool:
@@ -88,7 +104,9 @@ def describe(namespace: dict[str, Any], names: list[str]) -> str:
             out[name] = {"kind": "value", "data": plain.encode(value, name)}
         except plain.NotPlainData as exc:
             if callable(value) and not isinstance(value, type):
-                out[name] = {"kind": "function"}
+                from ..nbhelpers import function_done
+
+                out[name] = {"kind": "function", "done": bool(function_done(value))}
             else:
                 out[name] = {"kind": "opaque", "why": str(exc)}
     return json.dumps(out)
@@ -336,8 +354,8 @@ def _reply(name: str, reply_text: Any, limit: int = MAX_REPLY_CHARS) -> dict[str
 class Answer:
     """A function the student defined, called in the student's kernel with plain data (or recorded, with tensors)."""
 
-    def __init__(self, name: str) -> None:
-        self._name = name
+    def __init__(self, name: str, done: bool = True) -> None:
+        self._name, self.done = name, done
 
     @property
     def __name__(self) -> str:  # noqa: D401 - mirrors a function's name in messages
@@ -348,7 +366,7 @@ class Answer:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _holds_tensor(args) or _holds_tensor(tuple(kwargs.values())):
-            return _launch_recorded(self._name, args, kwargs)
+            return _launch(self._name, args, kwargs)
         where = f"the arguments of {self._name}"
         request = {"name": self._name, "args": plain.encode(list(args), where),
                    "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where)}
@@ -371,7 +389,7 @@ class DslAnswer:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _holds_tensor(args) or _holds_tensor(tuple(kwargs.values())):
-            return _launch_recorded(self._name, args, kwargs)
+            return _launch(self._name, args, kwargs)
         raise StudentProcessOnly(f"{self._name} is a CuTe DSL {self._kind}; it is built in your notebook's process.")
 
 
@@ -418,7 +436,7 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
             except plain.NotPlainData as exc:
                 namespace[name] = Opaque(name, f"{name}: {exc}")
         elif kind == "function":
-            namespace[name] = Answer(name)
+            namespace[name] = Answer(name, info.get("done") is not False)
         elif kind == "dsl":
             namespace[name] = DslAnswer(name, str(info.get("type", "kernel"))[:60], info.get("done") is True)
         else:
@@ -428,5 +446,5 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
 
 
 __all__ = ["ANSWER_FD_ENV", "Answer", "AnswerError", "DslAnswer", "JUDGE_ENV", "NeedsStudentProcess", "Opaque", "SocketChannel",
-           "StudentProcessOnly", "serve_in_background",
+           "StudentProcessOnly", "TENSOR_MARK", "record_launches", "serve_in_background",
            "bind", "channel", "describe", "in_judge", "serve"]

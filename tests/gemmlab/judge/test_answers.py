@@ -152,6 +152,33 @@ def test_a_call_with_tensors_is_a_launch_the_grader_runs_in_the_students_process
     assert not issubclass(answers.NeedsStudentProcess, Exception), "no `except Exception` may swallow it"
 
 
+def test_in_a_judged_test_a_call_with_tensors_is_recorded_not_moved(linked) -> None:
+    """Where the grader records launches (a test marked ``judged``), tensors never move the test: the call is
+    recorded in the student's kernel and replayed by the judge, which launches only on its own GPU tensors."""
+    student, judge, bind = linked
+    student["my_gemm"] = lambda A, B, D: D.copy_(A @ B.T)
+    bind("my_gemm")
+    answers.record_launches(True)
+    try:
+        with pytest.raises(answers.AnswerError, match="not on the GPU"):
+            judge["my_gemm"](torch.ones(2, 2), torch.ones(2, 2), torch.empty(2, 2))
+    finally:
+        answers.record_launches(False)
+
+
+def _placeholder(x):
+    raise NotImplementedError()  # YOUR CODE HERE
+
+
+def test_a_function_answer_says_whether_it_is_still_the_placeholder(linked) -> None:
+    from gemmlab import nbhelpers
+
+    student, judge, bind = linked
+    student["todo"], student["done"] = _placeholder, lambda x: x
+    bind("todo", "done")
+    assert nbhelpers.function_done(judge["todo"]) is False and nbhelpers.function_done(judge["done"]) is True
+
+
 def test_calls_cross_a_socket_pair_as_json_lines(monkeypatch) -> None:
     """The wire the grader relays: the student's serving thread on one end, the judge's channel on the other."""
     import socket
