@@ -23,6 +23,11 @@ The contract:
   such and ends the process. ``client.judge(request, timeout_s, backend)`` runs one judge process
   per request with a wall-clock limit, an allow-listed environment and bounded reads.
 
+A CuTe DSL kernel cannot be described as source the judge compiles (its Python is the student's), so
+the grader's judge replays what the student's process *recorded* instead: ``dsl_replay.Replay`` takes a
+plan (module images, launches, copies and buffers as plain data, made by ``gemmlab.dsl.recording``),
+checks it and runs it on the judge's own tensors; ``answers`` records and replays a judged test's calls.
+
 What the judge trusts: gemmlab itself and the Python environment it is started in (chosen by the
 trusted caller), the GPU driver and torch as the reference. What it does not trust: every field
 of the request, above all the kernel source, which only NVRTC reads and only the GPU runs. The

@@ -66,6 +66,11 @@ def record_launches(on: bool) -> bool:
     return _RECORDING["on"]
 
 
+def recording_launches() -> bool:
+    """Whether calls with tensors are recorded and replayed in this process now."""
+    return _RECORDING["on"]
+
+
 def _launch(name: str, args: tuple, kwargs: dict[str, Any]) -> None:
     if not _RECORDING["on"]:
         raise NeedsStudentProcess(f"{name} is called with tensors (a launch): this test runs in your notebook's process")
@@ -446,5 +451,5 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
 
 
 __all__ = ["ANSWER_FD_ENV", "Answer", "AnswerError", "DslAnswer", "JUDGE_ENV", "NeedsStudentProcess", "Opaque", "SocketChannel",
-           "StudentProcessOnly", "TENSOR_MARK", "record_launches", "serve_in_background",
+           "StudentProcessOnly", "TENSOR_MARK", "record_launches", "recording_launches", "serve_in_background",
            "bind", "channel", "describe", "in_judge", "serve"]

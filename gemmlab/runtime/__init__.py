@@ -5,7 +5,11 @@ CUDA driver. The contract (everything named here is public and documented in its
 
 - ``device``: ``driver()``, ``checked(ret, what)`` (a driver call's values, or the gemmlab
   error for its failure), ``torch_device()`` (torch's device with its context current),
-  ``ensure_context(index)``, ``device_attributes(index) -> DeviceAttributes``.
+  ``ensure_context(index)``, ``device_attributes(index) -> DeviceAttributes``,
+  ``raw_attributes(index)`` (every device attribute by number, for a recording made elsewhere).
+- ``elf_object``: ``LoadedObject(data, externals)`` maps an x86-64 relocatable object into this
+  process with the given addresses for its external symbols (how a CuTe DSL export's host code is
+  run against an emulated CUDA runtime); ``ElfObjectError``; no GPU needed.
 - ``streams``: ``DEFAULT_TIMEOUT_S``, ``stream_handle(stream)``, ``synchronize(timeout_s,
   stream, what)`` (raises ``KernelTimeoutError`` instead of hanging), ``check_errors()``,
   ``private_stream(index)``, ``watched_stream()``, ``call_and_snapshot(call, tensor,
@@ -18,7 +22,8 @@ CUDA driver. The contract (everything named here is public and documented in its
   LoadedFunction``, ``launch(loaded, packed, grid, block, smem, stream, name)``,
   ``max_active_blocks``.
 - ``contract``: ``LaunchContract`` (function, parameters, geometry) with ``to_dict``/``from_dict``:
-  what a process that runs a compiled kernel with no student Python receives.
+  what a process that runs a compiled kernel with no student Python receives; ``TENSOR_MAP_MARK``
+  and ``TENSOR_MAP_BYTES``, how a recorded DSL launch marks a TMA descriptor parameter.
 - ``memory``: ``GuardedMatrix`` (guard zones, NaN poison, ``guard_writes()``, ``unwritten()``)
   and its ``GUARD_BYTES``/``SENTINEL_BITS``/``POISON_BITS``.
 - ``printf``: ``uses_printf(ptx)``, ``captured_fd_output(fd)``, ``forward_device_printf(sync)``.

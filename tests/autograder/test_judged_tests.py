@@ -83,3 +83,36 @@ def test_a_cheat_in_an_answer_cell_changes_no_verdict(cheats: list[str]) -> None
     result = grade_submission(job)
     assert result.max_score > 0 and result.score == 0, [(c.grade_id, c.status, c.message) for c in result.cells]
     assert all(c.judged for c in result.cells), "every test of notebook 00 runs in the judge"
+
+
+@needs_bwrap
+def test_a_judged_test_of_a_dsl_answer_runs_in_the_judge_with_launches_recorded() -> None:
+    """Routing: a test that uses a CuTe DSL answer runs in the student's kernel, unless the instructor marked it
+    ``judged``; then it runs in the judge, which records and replays the launches it makes (GPU tests of this:
+    tests/gemmlab/judge/test_gpu_dsl_replay.py and benchmarks/grading.py --only one)."""
+    from tests.support.grading_fixtures import _cell
+    from nbformat.v4 import new_notebook
+
+    answer = ("import cutlass.cute as cute\n@cute.jit\ndef dsl_part(x: int):\n    pass\n"
+              "def launcher():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n")
+    where = ("import gemmlab.judge.answers as _a\nassert launcher() == 1\n"
+             "print('WHERE', _a.in_judge(), _a.recording_launches())\n")
+    cells = [_cell("code", "import torch\nimport gemmlab", "setup", locked=True),
+             _cell("code", answer, "dsl", solution=True),
+             _cell("code", where + "assert not _a.in_judge()", "test_in_student", grade=True, locked=True, points=1),
+             _cell("code", where + "assert _a.in_judge() and _a.recording_launches()", "test_judged", grade=True,
+                   locked=True, points=1),
+             _cell("code", where + "assert _a.in_judge() and not _a.recording_launches()", "test_plain", grade=True,
+                   locked=True, points=1)]
+    cells[3].metadata["gemmlab"] = {"judged": True}
+    cells[4].source = "assert True\n" + cells[4].source.replace("launcher() == 1", "True")  # uses no DSL answer
+    source = new_notebook(cells=cells)
+    source.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    source = json.loads(json.dumps(source))
+    release = json.loads(json.dumps(source))
+    release["cells"][1]["source"] = "import cutlass.cute as cute\n@cute.jit\ndef dsl_part(x: int):\n    pass\n" \
+                                    "def launcher():\n    raise NotImplementedError()\n"
+    job = GradeJob("ann", "dsl", "t", {"dsl.ipynb": NotebookParts(source, release, source)})
+    by_id = {c.grade_id: c for c in grade_submission(job).cells}
+    assert [(g, by_id[g].status, by_id[g].judged) for g in ("test_in_student", "test_judged", "test_plain")] == [
+        ("test_in_student", "passed", False), ("test_judged", "passed", True), ("test_plain", "passed", True)], by_id

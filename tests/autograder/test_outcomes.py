@@ -285,3 +285,13 @@ def test_local_workers_grade_in_their_own_processes_and_a_dead_one_is_retried(tm
     assert all(pid != os.getpid() for _, pid in results), "graded in the driver's own process"
     assert errors == [("bug", "the grader failed (KeyError: 'planted')")], errors
     assert len(list(tmp_path.rglob("attempt-*"))) == 3, "each first attempt died once"
+
+
+def test_marking_a_judged_test_needs_a_gpu_test() -> None:
+    _, source, _ = gf.course_parts(A)
+    with pytest.raises(mark_gpu_cells.MarkError, match="judged launches but not GPU tests"):
+        mark_gpu_cells.marked(source, (), A, None, (GPU_TEST,))
+    marked = mark_gpu_cells.marked(source, (GPU_TEST,), A, None, (GPU_TEST,))
+    from autograder.harness.assemble import judged_launches
+
+    assert [c["metadata"]["nbgrader"]["grade_id"] for c in marked["cells"] if judged_launches(c)] == [GPU_TEST]
