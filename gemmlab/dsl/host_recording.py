@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import GemmlabError
-from ..runtime.contract import TENSOR_MAP_BYTES, TENSOR_MAP_MARK
+from ..runtime.contract import TENSOR_MAP_BYTES, TENSOR_MAP_MARK, TensorMapRecord
 from ..runtime.elf_object import ElfObjectError, LoadedObject
 
 #: cudaLaunchAttribute: 4-byte id, 4 bytes of padding, a 64-byte value union.
@@ -42,22 +42,6 @@ H100_ATTRIBUTES = {
 
 class RecordingError(GemmlabError):
     """The host code of a DSL function could not be recorded; the message says what it did that we cannot write down."""
-
-
-@dataclass(frozen=True)
-class TensorMapRecord:
-    """One ``cuTensorMapEncodeTiled`` call: everything but the tensor map it filled in."""
-
-    address: int
-    dtype: int
-    dims: tuple[int, ...]
-    strides: tuple[int, ...]          # bytes, for dimensions 1..rank-1
-    box: tuple[int, ...]
-    element_strides: tuple[int, ...]
-    interleave: int
-    swizzle: int
-    l2_promotion: int
-    oob_fill: int
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..runtime.contract import TENSOR_MAP_BYTES, TENSOR_MAP_MARK
+from ..runtime.contract import TENSOR_MAP_BYTES, TENSOR_MAP_MARK, TensorMapRecord as TensorMap
 from .errors import JudgeError
 
 #: Launch attributes a plan may carry (CUlaunchAttributeID): cooperative (off), cluster dimension,
@@ -68,20 +68,6 @@ class Buffer:
     base: int
     nbytes: int
     argument: int | None
-
-
-@dataclass(frozen=True)
-class TensorMap:
-    dtype: int
-    dims: tuple[int, ...]
-    strides: tuple[int, ...]
-    box: tuple[int, ...]
-    element_strides: tuple[int, ...]
-    interleave: int
-    swizzle: int
-    l2_promotion: int
-    oob_fill: int
-    address: int
 
 
 @dataclass(frozen=True)
@@ -171,13 +157,13 @@ def parse_plan(plan: Any, arguments: int) -> tuple[dict[str, bytes], list[Buffer
         if not 1 <= rank <= 5:
             raise PlanError(f"a TMA descriptor of rank {rank}.")
         maps.append(TensorMap(
+            _ints([item.get("address")], 1, "a TMA descriptor's address", 0, 2**64 - 1)[0],
             _ints([item.get("dtype")], 1, "a TMA descriptor's dtype", 0, 12)[0], dims,
             _ints(item.get("strides"), rank - 1, "a TMA descriptor's strides", 16, 2**40),
             _ints(item.get("box"), rank, "a TMA descriptor's box", 1, 256),
             _ints(item.get("element_strides"), rank, "a TMA descriptor's element strides", 1, 8),
             *_ints([item.get("interleave"), item.get("swizzle"), item.get("l2_promotion"), item.get("oob_fill")], 4,
-                   "a TMA descriptor's modes", 0, 8),
-            _ints([item.get("address")], 1, "a TMA descriptor's address", 0, 2**64 - 1)[0]))
+                   "a TMA descriptor's modes", 0, 8)))
     steps: list[Launch | Copy] = []
     raw_steps = plan.get("steps")
     if not isinstance(raw_steps, list) or not 1 <= len(raw_steps) <= 64:

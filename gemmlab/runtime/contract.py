@@ -19,6 +19,23 @@ TENSOR_MAP_MARK = b"GLTMAP\0\0"
 TENSOR_MAP_BYTES = 128
 
 
+@dataclass(frozen=True)
+class TensorMapRecord:
+    """The arguments of one ``cuTensorMapEncodeTiled`` call, but the tensor map it fills in: recorded where a DSL
+    launch is recorded, encoded again over the judge's own address where it is replayed."""
+
+    address: int
+    dtype: int
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]          # bytes, for dimensions 1..rank-1
+    box: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    interleave: int
+    swizzle: int
+    l2_promotion: int
+    oob_fill: int
+
+
 def _dims3(value: Any) -> tuple[int, int, int]:
     dims = tuple(int(v) for v in value)
     if len(dims) != 3:
