@@ -151,6 +151,10 @@ def _watch(recorder: DslRecorder) -> Any:
             name = schema.name.split("::")[-1]
             aliases = [r.alias_info for r in schema.returns]
             writes = any(a is not None and a.is_write for a in aliases)
+            if name in ("_local_scalar_dense", "is_nonzero", "equal", "allclose"):
+                raise RecordingError(f"your function reads the values of a tensor ({schema.name}: .item(), float(), "
+                                     "a comparison) while its launches are recorded: it runs on stand-in tensors that "
+                                     "hold no data, so it may read shapes, dtypes and strides only.")
             result = func(*args, **kwargs)
             if writes:
                 if name == "copy_":
@@ -160,8 +164,8 @@ def _watch(recorder: DslRecorder) -> Any:
                 elif name == "fill_" and not hasattr(args[1], "shape"):
                     recorder.add_fill(args[0], args[1])
                 else:
-                    raise RecordingError(f"your function computes with torch ({name}) while its launches are "
-                                         "recorded for the judge, which replays only DSL kernels and copies.")
+                    raise RecordingError(f"your function computes with torch ({schema.name}) while its launches "
+                                         "are recorded for the judge, which replays only DSL kernels and copies.")
             elif any(a is not None for a in aliases):
                 pass                                       # a view: no data moves
             elif name in ZERO_OR_EMPTY:
@@ -173,8 +177,8 @@ def _watch(recorder: DslRecorder) -> Any:
                 if name in ("_to_copy", "clone"):
                     recorder.add_copy(result, args[0])
             else:
-                raise RecordingError(f"your function computes with torch ({name}) while its launches are recorded "
-                                     "for the judge, which replays only DSL kernels and copies.")
+                raise RecordingError(f"your function computes with torch ({schema.name}) while its launches are "
+                                     "recorded for the judge, which replays only DSL kernels and copies.")
             return result
 
     return Watch()

@@ -27,7 +27,7 @@ from ..signature import Param
 from . import binding
 from .errors import JudgeError
 from .protocol import JudgeReport, JudgeRequest
-from .spec import KernelSpec
+from .spec import DslSpec, KernelSpec
 
 
 class Backend(Protocol):
@@ -58,7 +58,8 @@ def judge(request: JudgeRequest, backend: Backend) -> JudgeReport:
     try:
         device = backend.device()
         params = backend.prepare(request)
-        binding.check_launches(params, request.spec.convention, request.spec.name, request.spec.launches)
+        if not isinstance(request.spec, DslSpec):     # a recorded DSL plan binds nothing by name or position
+            binding.check_launches(params, request.spec.convention, request.spec.name, request.spec.launches)
         if request.action == "check":
             result = backend.check(request)
             return JudgeReport("passed" if result.passed else "failed", "check", check=result.to_dict(), device=device)
@@ -98,6 +99,11 @@ class GpuBackend:
         from .launcher import TrustedLauncher
 
         spec = request.spec
+        if isinstance(spec, DslSpec):
+            from .dsl_replay import ReplayLauncher
+
+            self._launcher = ReplayLauncher(spec.launch_for, spec.convention)
+            return []
         compiled = compile_limited(spec, check_arch(spec.arch), request.limits.compile_s, self.compile_memory_bytes)
         self._launcher = TrustedLauncher(compiled, spec)
         return compiled.params
@@ -148,9 +154,11 @@ class FakeBackend:
     def prepare(self, request: JudgeRequest) -> Sequence[Param]:
         from ..compilation.job import find_declaration
 
+        if isinstance(request.spec, DslSpec):
+            return []                                   # its plans were checked when the spec was made
         return find_declaration(request.spec.source, request.spec.name).params
 
-    def _run_kernel(self, spec: KernelSpec, shape: tuple[int, int, int]) -> None:
+    def _run_kernel(self, spec: KernelSpec | DslSpec, shape: tuple[int, int, int]) -> None:
         spec.geometry(*shape)  # the launch geometry is evaluated as the real launcher would
         kind = spec.name.rsplit("_", 1)[-1]
         if kind == "hang":

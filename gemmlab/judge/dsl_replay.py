@@ -382,4 +382,24 @@ class Replay:
                     raise faults.error_for(result, f"DSL kernel {step.kernel[:60]}")
 
 
-__all__ = ["Copy", "Launch", "PlanError", "Region", "Replay", "footprint", "parse_plan", "relocate"]
+class ReplayLauncher:
+    """A GEMM function over recorded plans: ``fn(A, B, D)`` ("tn") or ``fn(A, B, C, alpha, beta)`` ("nn").
+
+    Each problem size replays the plan ``plan_for(M, N, K)`` gave for it (on torch's current stream),
+    with A, B and the output as the call's three tensors; what check_gemm and bench_gemm time is that.
+    """
+
+    def __init__(self, plan_for: Any, convention: str) -> None:
+        self._plan_for, self._convention = plan_for, convention
+        self._replays: dict[tuple[int, int, int], Replay] = {}
+
+    def __call__(self, A: Any, B: Any, out: Any, *scalars: Any) -> None:
+        M, K = A.shape
+        N = B.shape[0] if self._convention == "tn" else B.shape[1]
+        shape = (int(M), int(N), int(K))
+        if shape not in self._replays:
+            self._replays[shape] = Replay(self._plan_for(*shape), 3)
+        self._replays[shape]([A, B, out])
+
+
+__all__ = ["Copy", "Launch", "PlanError", "Region", "Replay", "ReplayLauncher", "footprint", "parse_plan", "relocate"]

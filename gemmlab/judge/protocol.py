@@ -14,7 +14,7 @@ from typing import Any
 
 from ..check import SUITES as _CHECK_SUITES
 from .errors import JudgeError
-from .spec import KernelSpec
+from .spec import DslSpec, KernelSpec
 
 JUDGE_VERSION = "1"
 #: Largest request accepted, in bytes of JSON.
@@ -118,7 +118,7 @@ class JudgeRequest:
     have one for every shape the request runs.
     """
 
-    spec: KernelSpec
+    spec: KernelSpec | DslSpec
     action: str = "check"
     dtype: str = "float16"
     out_dtype: str | None = None
@@ -130,8 +130,8 @@ class JudgeRequest:
     tile: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.spec, KernelSpec):
-            raise JudgeError("a request's spec is a KernelSpec.")
+        if not isinstance(self.spec, (KernelSpec, DslSpec)):
+            raise JudgeError("a request's spec is a KernelSpec or a DslSpec.")
         if self.action not in ACTIONS:
             raise JudgeError(f"action must be one of {', '.join(ACTIONS)}, not {self.action!r:.30}.")
         if self.dtype not in DTYPES:
@@ -152,7 +152,7 @@ class JudgeRequest:
         object.__setattr__(self, "alpha", _scalar(self.alpha, "alpha"))
         object.__setattr__(self, "beta", _scalar(self.beta, "beta"))
         object.__setattr__(self, "tile", _tile(self.tile))
-        if self.spec.launches:
+        if self.spec.launches or isinstance(self.spec, DslSpec):
             for shape in self.run_shapes():
                 self.spec.launch_for(*shape)
 
@@ -188,7 +188,8 @@ class JudgeRequest:
         if "spec" not in data:
             raise JudgeError("a judge request needs a spec (the kernel and its launch).")
         values = dict(data)
-        values["spec"] = KernelSpec.from_dict(data["spec"])
+        is_dsl = isinstance(data["spec"], dict) and data["spec"].get("kind") == "dsl"
+        values["spec"] = (DslSpec if is_dsl else KernelSpec).from_dict(data["spec"])
         if "limits" in data:
             values["limits"] = JudgeLimits.from_dict(data["limits"])
         try:

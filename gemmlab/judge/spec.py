@@ -13,6 +13,7 @@ arguments by position (operand roles and numbers). The judge then launches exact
 """
 from __future__ import annotations
 
+import copy
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -230,3 +231,81 @@ def _launches(value: Any) -> tuple[RecordedLaunch, ...]:
 
 __all__ = ["ALLOWED_OPTION_PREFIXES", "CONVENTIONS", "KernelSpec", "MAX_ARGUMENTS", "MAX_CONSTANTS", "MAX_EXTENT",
            "MAX_LAUNCHES", "MAX_OPTIONS", "MAX_SOURCE_CHARS", "RecordedLaunch"]
+
+
+@dataclass(frozen=True)
+class DslSpec:
+    """A CuTe DSL kernel as recorded launch plans, one per problem size (:mod:`gemmlab.dsl.recording`).
+
+    Why not a :class:`KernelSpec`: a DSL kernel has no source the judge could compile (its Python is
+    the student's). Its plans say what to run instead: module images, launches and copies over the
+    call's three tensors (A, B and the output), which the judge checks (:func:`.dsl_replay.parse_plan`)
+    and replays on its own tensors. The module images are stored once for all plans.
+    """
+
+    convention: str
+    plans: tuple[tuple[tuple[int, int, int], dict], ...]
+    launches: tuple = ()          # no C++ launches: binding by name or position does not apply
+
+    def __post_init__(self) -> None:
+        from .dsl_replay import PlanError, parse_plan
+
+        if self.convention not in CONVENTIONS:
+            raise JudgeError(f"convention must be 'tn' or 'nn', not {self.convention!r:.20}.")
+        if not isinstance(self.plans, (list, tuple)) or not 1 <= len(self.plans) <= MAX_LAUNCHES:
+            raise JudgeError(f"a DSL spec carries 1 to {MAX_LAUNCHES} recorded plans.")
+        plans = []
+        for item in self.plans:
+            if not (isinstance(item, (list, tuple)) and len(item) == 2):
+                raise JudgeError("a recorded plan is a [shape, plan] pair.")
+            shape = _extents(item[0], "shape [M, N, K]", 3)
+            try:
+                parse_plan(item[1], 3)
+            except PlanError as exc:
+                raise JudgeError(f"the plan recorded for {shape}: {exc}") from None
+            plans.append((shape, item[1]))
+        object.__setattr__(self, "plans", tuple(plans))
+
+    @property
+    def name(self) -> str:
+        """The first kernel the plans launch (for messages and reports)."""
+        steps = [s for _, plan in self.plans for s in plan.get("steps", []) if s.get("op") == "launch"]
+        return str(steps[0].get("kernel", "dsl_kernel"))[:80] if steps else "dsl_kernel"
+
+    def launch_for(self, M: int, N: int, K: int) -> dict:
+        """The plan recorded for one problem size, or a JudgeError naming the sizes that were recorded."""
+        for shape, plan in self.plans:
+            if shape == (M, N, K):
+                return plan
+        known = ", ".join("×".join(map(str, shape)) for shape, _ in self.plans[:8])
+        raise JudgeError(f"no launch was recorded for M×N×K = {M}×{N}×{K}; recorded: {known or 'none'}.")
+
+    def geometry(self, M: int, N: int, K: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        """``(grid, block, smem)`` of the first launch recorded for one problem size."""
+        launch = next(s for s in self.launch_for(M, N, K)["steps"] if s.get("op") == "launch")
+        return tuple(launch["grid"]), tuple(launch["block"]), int(launch["smem"])
+
+    def to_dict(self) -> dict[str, Any]:
+        images: dict[str, str] = {}
+        plans = []
+        for shape, plan in self.plans:
+            images.update(plan.get("images", {}))
+            plans.append({"shape": list(shape), "plan": copy.deepcopy({k: v for k, v in plan.items() if k != "images"})})
+        return {"kind": "dsl", "convention": self.convention, "images": images, "plans": plans}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "DslSpec":
+        if not isinstance(data, dict) or data.get("kind") != "dsl" or set(data) - {"kind", "convention", "images", "plans"}:
+            raise JudgeError("a DSL spec is an object with kind 'dsl', convention, images and plans.")
+        images, plans = data.get("images"), data.get("plans")
+        if not isinstance(images, dict) or not isinstance(plans, list):
+            raise JudgeError("a DSL spec's images are an object and its plans a list.")
+        pairs = []
+        for item in plans:
+            if not isinstance(item, dict) or not isinstance(item.get("plan"), dict):
+                raise JudgeError("a DSL spec's plan entry is an object with shape and plan.")
+            plan = dict(item["plan"])
+            used = {s.get("image") for s in plan.get("steps", []) if isinstance(s, dict) and s.get("op") == "launch"}
+            plan["images"] = {k: images[k] for k in used if isinstance(k, str) and k in images}
+            pairs.append((item.get("shape"), plan))
+        return cls(str(data.get("convention")), tuple(pairs))

@@ -18,7 +18,7 @@ from ..judge.protocol import MAX_COMPILE_S, MAX_KERNEL_S, JudgeLimits, JudgeRequ
 from ..runtime.memory import dtype_name
 from ..runtime.streams import DEFAULT_TIMEOUT_S
 from .errors import PoolError, PoolKernelError, PoolRequestError, PoolUnavailableError, RecordingError
-from .recording import Recording, record
+from .recording import DslRecording, Recording, record
 from .requests import bench_request, check_requests
 from .transport import PoolReply
 
@@ -87,7 +87,7 @@ def remote_check(pool: Judging, fn: Callable[..., Any], convention: str, dtype: 
                                "seed and uses check_gemm's tolerances. Leave them out.")
     dtype, out_dtype = _dtypes(dtype, out_dtype)
     rows: dict[Shape, Row] = {}
-    recorded: list[Recording] = []
+    recorded: list[Recording | DslRecording] = []
     for shape in dict.fromkeys(tuple(s) for s in shapes):
         try:
             recorded.append(record(fn, shape, convention, dtype, out_dtype, alpha, beta))

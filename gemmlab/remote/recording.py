@@ -1,15 +1,20 @@
 """What a GEMM function launches, found out without a GPU and written down as data.
 
 Why: the pool's judge must never run a student's Python, and the student's machine has no GPU
-to run it on either. So the function (``fn(A, B, D)`` or ``fn(A, B, C, alpha, beta)``, a launcher
-around a :class:`gemmlab.Kernel`) is called here on stand-in tensors on torch's ``meta`` device
-(shapes, dtypes and strides, no data, every address 0 and so aligned) while a kernel call is
-written down instead of launched: which kernel (source, name, options, arch), its grid, block and
-dynamic shared memory, and for each argument which operand it is (by identity) or its number.
+to run it on either. So the function (``fn(A, B, D)`` or ``fn(A, B, C, alpha, beta)``) is called
+here on stand-in tensors (CPU tensors that are never read: shapes, dtypes, strides, 512-byte
+aligned addresses) while its launches are written down instead of made:
 
-Refused, with what to do: a function that launches nothing gemmlab compiled (a CuTe DSL kernel,
-torch alone), launches more than once per call, computes with torch, or hands the kernel a tensor
-that is not one of the three operands (a copy, a view, a scratch buffer).
+- a :class:`gemmlab.Kernel` (CuTe C++): which kernel (source, name, options, arch), its grid, block
+  and dynamic shared memory, and for each argument which operand it is (by identity) or its number
+  (a :class:`Recording`; the judge compiles the source itself);
+- a CuTe DSL kernel: the plan :mod:`gemmlab.dsl.recording` writes (module images, launches, copies),
+  recorded for the pool's GPU (:data:`POOL_ARCH`) by running the DSL's exported host code
+  (a :class:`DslRecording`; the judge replays it).
+
+Refused, with what to do: a function that launches nothing gemmlab compiled (torch alone), launches a
+C++ kernel more than once per call or together with a DSL kernel, computes with torch, or hands a C++
+kernel a tensor that is not one of the three operands (a copy, a view, a scratch buffer).
 """
 from __future__ import annotations
 
@@ -29,6 +34,16 @@ from .errors import RecordingError
 
 #: One recording at a time: the kernel class's call is swapped for the recorder while it runs.
 _SWAP = threading.Lock()
+#: The GPU a DSL recording is made for: the pool's (H100 / H200), whose attributes the DSL's host code is told.
+POOL_ARCH = "sm_90a"
+
+
+@dataclass(frozen=True)
+class DslRecording:
+    """One call of a GEMM function that launched CuTe DSL kernels, for one problem size: its plan."""
+
+    shape: tuple[int, int, int]
+    plan: dict
 
 
 @dataclass(frozen=True)
@@ -120,21 +135,34 @@ def _argument(value: Any, position: int, operands: dict[int, str]) -> str | int 
     return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
+def _probes(shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any) -> list[Any]:
+    """The stand-ins as CPU tensors at distinct, aligned addresses (what a DSL recording relocates from)."""
+    from ..dsl.recording import probe
+
+    return [probe(t.shape, t.stride(), t.dtype, 0) for t in stand_ins(shape, convention, dtype, out_dtype)]
+
+
 def record(fn: Callable[..., Any], shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any,
-           alpha: float = 1.0, beta: float = 0.0) -> Recording:
-    """Call ``fn`` once on stand-ins of ``shape`` and return its one kernel launch as data.
+           alpha: float = 1.0, beta: float = 0.0) -> Recording | DslRecording:
+    """Call ``fn`` once on stand-ins of ``shape`` and return its launches as data.
 
     A GemmlabError the function raises itself (a LaunchError of its own checks, a bad grid)
     passes through, as a local check reports it for that shape; anything that cannot be sent
     is a :class:`RecordingError`.
     """
+    from ..dsl.host_recording import H100_ATTRIBUTES
+    from ..dsl.host_recording import RecordingError as DslRecordingError
+    from ..dsl.recording import recording
     from ..kernel import Kernel
 
-    A, B, out = stand_ins(shape, convention, dtype, out_dtype)
+    A, B, out = probes = _probes(shape, convention, dtype, out_dtype)
     call_args = (A, B, out) if convention == "tn" else (A, B, out, alpha, beta)
     try:
-        with kernel_calls() as calls, library_guard(True) as computed:
+        with kernel_calls() as calls, library_guard(True) as computed, \
+                recording(POOL_ARCH, H100_ATTRIBUTES, probes) as dsl:
             fn(*call_args)
+    except DslRecordingError as exc:
+        raise RecordingError(f"your GEMM function cannot be sent to the pool: {exc}") from None
     except GemmlabError:
         raise
     except Exception as exc:
@@ -143,15 +171,24 @@ def record(fn: Callable[..., Any], shape: tuple[int, int, int], convention: str,
             "pool. It runs here on stand-in tensors that hold no data (torch's meta device), on a machine without "
             "a GPU: it may read shapes, dtypes and strides and call a gemmlab Kernel, nothing that needs the "
             "values or CUDA.") from None
+    launched_dsl = any(step["op"] == "launch" for step in dsl.steps)
+    if launched_dsl and calls:
+        raise RecordingError("your GEMM function launched a C++ kernel and a CuTe DSL kernel in one call; the pool "
+                             "runs one kind per GEMM call.")
+    if launched_dsl:
+        try:
+            return DslRecording(tuple(shape), dsl.plan())  # type: ignore[arg-type]
+        except DslRecordingError as exc:
+            raise RecordingError(f"your GEMM function cannot be sent to the pool: {exc}") from None
     if computed:
         raise RecordingError(
             f"your GEMM function computes with torch ({', '.join(sorted(set(computed)))}); the pool runs only the "
             "kernel your function launches, so the product must come from that kernel alone.")
     if not calls:
         raise RecordingError(
-            "your GEMM function launched no kernel compiled with gemmlab.compile, so there is nothing to send to "
-            "the pool. The pool runs C++ kernels launched as kernel(A, B, C, ..., grid=..., block=...); CuTe DSL "
-            "kernels and torch-only functions run only on a local GPU.")
+            "your GEMM function launched no kernel compiled with gemmlab, so there is nothing to send to the pool. "
+            "The pool runs C++ kernels launched as kernel(A, B, C, ..., grid=..., block=...) and CuTe DSL kernels "
+            "made with gemmlab.dsl.compile or gemmlab.dsl.gemm_fn; torch-only functions run only on a local GPU.")
     if len(calls) > 1:
         raise RecordingError(f"your GEMM function launched kernels {len(calls)} times in one call; the pool runs "
                              "one kernel launch per GEMM call.")
@@ -171,4 +208,5 @@ def record(fn: Callable[..., Any], shape: tuple[int, int, int], convention: str,
                                   kernel.arch), launch)
 
 
-__all__ = ["KernelCall", "KernelSource", "Recording", "kernel_calls", "record", "stand_ins", "student_options"]
+__all__ = ["DslRecording", "KernelCall", "KernelSource", "POOL_ARCH", "Recording", "kernel_calls", "record", "stand_ins",
+           "student_options"]

@@ -10,9 +10,9 @@ from typing import Sequence
 
 from ..judge.errors import JudgeError
 from ..judge.protocol import MAX_SHAPES, JudgeLimits, JudgeRequest
-from ..judge.spec import KernelSpec
+from ..judge.spec import DslSpec, KernelSpec
 from .errors import RecordingError
-from .recording import KernelSource, Recording
+from .recording import DslRecording, KernelSource, Recording
 
 
 def spec_for(kernel: KernelSource, recordings: Sequence[Recording], convention: str) -> KernelSpec:
@@ -24,33 +24,48 @@ def spec_for(kernel: KernelSource, recordings: Sequence[Recording], convention: 
         raise RecordingError(f"kernel '{kernel.name}' cannot be sent to the pool: {exc}") from None
 
 
-def by_kernel(recordings: Sequence[Recording]) -> list[list[Recording]]:
-    """Recordings grouped by kernel (in order of first appearance), each group cut to at most MAX_SHAPES."""
-    groups: dict[KernelSource, list[Recording]] = {}
+def dsl_spec_for(recordings: Sequence[DslRecording], convention: str) -> DslSpec:
+    """The spec carrying the plans of ``recordings``; a RecordingError says what cannot be sent."""
+    try:
+        return DslSpec(convention, tuple((r.shape, r.plan) for r in recordings))
+    except JudgeError as exc:
+        raise RecordingError(f"this CuTe DSL kernel cannot be sent to the pool: {exc}") from None
+
+
+def by_kernel(recordings: Sequence[Recording | DslRecording]) -> list[list[Recording | DslRecording]]:
+    """Recordings grouped by kernel (in order of first appearance; every DSL recording in one group, as its
+    plans name their own kernels), each group cut to at most MAX_SHAPES."""
+    groups: dict[KernelSource | None, list[Recording | DslRecording]] = {}
     for recording in recordings:
-        groups.setdefault(recording.kernel, []).append(recording)
+        groups.setdefault(getattr(recording, "kernel", None), []).append(recording)
     return [group[i: i + MAX_SHAPES] for group in groups.values() for i in range(0, len(group), MAX_SHAPES)]
 
 
-def check_requests(recordings: Sequence[Recording], convention: str, dtype: str, out_dtype: str, alpha: float,
-                   beta: float, tile: tuple[int, int], limits: JudgeLimits) -> list[JudgeRequest]:
+def _spec(group: Sequence[Recording | DslRecording], convention: str) -> KernelSpec | DslSpec:
+    if isinstance(group[0], DslRecording):
+        return dsl_spec_for(group, convention)  # type: ignore[arg-type]
+    return spec_for(group[0].kernel, group, convention)  # type: ignore[arg-type]
+
+
+def _shape(recording: Recording | DslRecording) -> tuple[int, int, int]:
+    return recording.shape if isinstance(recording, DslRecording) else recording.launch.shape
+
+
+def check_requests(recordings: Sequence[Recording | DslRecording], convention: str, dtype: str, out_dtype: str,
+                   alpha: float, beta: float, tile: tuple[int, int], limits: JudgeLimits) -> list[JudgeRequest]:
     """The check requests that together run every recorded shape."""
-    requests = []
-    for group in by_kernel(recordings):
-        spec = spec_for(group[0].kernel, group, convention)
-        requests.append(_request(spec, "check", dtype, out_dtype, limits, alpha, beta, tile,
-                                 shapes=[r.launch.shape for r in group]))
-    return requests
+    return [_request(_spec(group, convention), "check", dtype, out_dtype, limits, alpha, beta, tile,
+                     shapes=[_shape(r) for r in group]) for group in by_kernel(recordings)]
 
 
-def bench_request(recording: Recording, convention: str, dtype: str, out_dtype: str, alpha: float, beta: float,
-                  limits: JudgeLimits) -> JudgeRequest:
+def bench_request(recording: Recording | DslRecording, convention: str, dtype: str, out_dtype: str, alpha: float,
+                  beta: float, limits: JudgeLimits) -> JudgeRequest:
     """The timing request of one recorded shape."""
-    spec = spec_for(recording.kernel, [recording], convention)
-    return _request(spec, "bench", dtype, out_dtype, limits, alpha, beta, None, shape=recording.launch.shape)
+    return _request(_spec([recording], convention), "bench", dtype, out_dtype, limits, alpha, beta, None,
+                    shape=_shape(recording))
 
 
-def _request(spec: KernelSpec, action: str, dtype: str, out_dtype: str, limits: JudgeLimits, alpha: float,
+def _request(spec: KernelSpec | DslSpec, action: str, dtype: str, out_dtype: str, limits: JudgeLimits, alpha: float,
              beta: float, tile: tuple[int, int] | None, **shapes: object) -> JudgeRequest:
     try:
         return JudgeRequest(spec, action, dtype, out_dtype, limits=limits, alpha=alpha, beta=beta, tile=tile,
@@ -59,4 +74,4 @@ def _request(spec: KernelSpec, action: str, dtype: str, out_dtype: str, limits: 
         raise RecordingError(f"this call cannot be sent to the pool: {exc}") from None
 
 
-__all__ = ["bench_request", "by_kernel", "check_requests", "spec_for"]
+__all__ = ["bench_request", "by_kernel", "check_requests", "dsl_spec_for", "spec_for"]

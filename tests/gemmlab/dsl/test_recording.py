@@ -82,7 +82,7 @@ def test_copies_around_the_launch_are_steps_in_order(kernel):
 
 @pytest.mark.parametrize("body, said", [
     (lambda k, A, B, D: D.copy_(A @ B.t()), "computes with torch"),
-    (lambda k, A, B, D: (k(A, B, D), D.mul_(2.0)), "computes with torch (mul_)"),
+    (lambda k, A, B, D: (k(A, B, D), D.mul_(2.0)), "computes with torch (aten::mul_)"),
     (lambda k, A, B, D: D.zero_(), "launched no CuTe DSL kernel"),
 ])
 def test_work_the_judge_would_not_replay_is_refused(kernel, body, said):

@@ -88,3 +88,34 @@ def test_a_notebook_without_a_gpu_checks_and_times_through_the_pool(pool_on_this
         gemmlab.disconnect()
         monkeypatch.delenv(gpu_module.HIDE_ENV)
         gpu_module.refresh()
+
+
+def test_a_notebook_without_a_gpu_checks_and_times_cute_dsl_kernels_through_the_pool(
+        pool_on_this_gpu: FakePool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Notebook 05's DSL solution (option B, "nn", cp.async + ldmatrix + mma) and a naive DSL kernel: compiled on
+    the client for the pool's GPU, recorded there (the DSL's exported host code on an emulated runtime) and
+    replayed by the pool's judge."""
+    import solution_cells
+    from tests.dsl_kernels import simple_gemm
+
+    ns = solution_cells.load_namespace("05_global_gemm", ["kernel:gemm05_vec", "kernel:gemm05_launch",
+                                                          "kernel:gemm05_dsl"])
+    naive = gemmlab.dsl.gemm_fn(simple_gemm.gemm, arch="sm_90a")
+    monkeypatch.setenv(gpu_module.HIDE_ENV, "1")
+    gpu_module.refresh()
+    monkeypatch.setattr(connection, "_connected", None)
+    monkeypatch.setattr(connection, "_disconnected", False)
+    try:
+        assert not gemmlab.has_gpu()
+        gemmlab.connect(pool_on_this_gpu.url, "good")
+        assert gemmlab.check_gemm(naive, shapes=SHAPES).passed
+        for dtype in (torch.float16, torch.bfloat16):
+            result = gemmlab.check_gemm(ns["gemm05_dsl"], "nn", dtype=dtype, shapes="odd")
+            assert result.passed and "shared GPU pool" in result.device, result
+        timed = gemmlab.bench_gemm(ns["gemm05_dsl"], shape=(4096, 4096, 4096), convention="nn", label="05 DSL")
+        assert "shared GPU pool" in timed.device and 0.1 < timed.ratio < 1.5, timed
+        print(f"05's DSL solution through the pool: {timed.ratio:.3f}x cuBLAS on {timed.device}")
+    finally:
+        gemmlab.disconnect()
+        monkeypatch.delenv(gpu_module.HIDE_ENV)
+        gpu_module.refresh()

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 
+import json
+
 import pytest
 import torch
 
@@ -70,7 +72,7 @@ def _refused(fn, message: str, convention: str = "tn") -> None:
 
 
 def test_a_function_that_launches_nothing_is_refused() -> None:
-    _refused(lambda A, B, D: None, "launched no kernel compiled with gemmlab.compile")
+    _refused(lambda A, B, D: None, "launched no kernel compiled with gemmlab")
 
 
 def test_a_function_that_computes_with_torch_is_refused() -> None:
@@ -89,7 +91,7 @@ def test_a_tensor_that_is_not_an_operand_is_refused() -> None:
 def test_a_pointer_passed_as_a_number_is_refused() -> None:
     kernel = tn_kernel()
     _refused(lambda A, B, D: kernel(A.data_ptr(), B, D, 64, 64, 32, grid=1, block=1),
-             "pointer parameter 'A' got the number 0")
+             "pointer parameter 'A' got the number")
 
 
 def test_two_launches_per_call_are_refused() -> None:
@@ -130,3 +132,43 @@ def test_more_shapes_than_one_request_holds_are_split() -> None:
     requests = check_requests(recordings, "tn", "float16", "float16", 1.0, 0.0, (128, 128), JudgeLimits())
     assert [len(r.shapes) for r in requests] == [32, 8]
     assert all(len(r.spec.launches) == len(r.shapes) for r in requests)
+
+
+# ------------------------------------------------------------------ CuTe DSL kernels
+
+@pytest.mark.slow
+def test_a_dsl_kernel_is_recorded_as_a_plan_and_judged_by_the_fake_judge() -> None:
+    from gemmlab.judge.spec import DslSpec
+    from gemmlab.remote.recording import DslRecording
+    from gemmlab.remote.requests import bench_request
+    from tests.dsl_kernels import simple_gemm
+
+    fn = gemmlab.dsl.gemm_fn(simple_gemm.gemm)            # compiles for the pool's GPU, no GPU here
+    recordings = [record(fn, s, "tn", F16, F16) for s in [(64, 64, 32), (100, 70, 33)]]
+    assert all(isinstance(r, DslRecording) for r in recordings)
+    assert recordings[1].plan["steps"][0]["grid"] == [5, 7, 1]
+    (request,) = check_requests(recordings, "tn", "float16", "float16", 1.0, 0.0, (128, 128), JudgeLimits())
+    parsed = JudgeRequest.from_json(request.to_json())
+    assert isinstance(parsed.spec, DslSpec) and parsed.spec.geometry(100, 70, 33)[0] == (5, 7, 1)
+    assert len(request.to_json()) < 2 * len(json.dumps(recordings[0].plan)), "the module image is sent once"
+    report = judge(parsed, FakeBackend())
+    assert report.verdict == "passed" and [r["shape"] for r in report.check["rows"]] == [[64, 64, 32], [100, 70, 33]]
+    timed = judge(JudgeRequest.from_json(bench_request(recordings[0], "tn", "float16", "float16", 1.0, 0.0,
+                                                       JudgeLimits()).to_json()), FakeBackend())
+    assert timed.verdict == "passed"
+
+
+@pytest.mark.slow
+def test_a_forged_dsl_plan_is_refused_before_anything_runs() -> None:
+    from tests.dsl_kernels import simple_gemm
+
+    r = record(gemmlab.dsl.gemm_fn(simple_gemm.gemm), (64, 64, 32), "tn", F16, F16)
+    (request,) = check_requests([r], "tn", "float16", "float16", 1.0, 0.0, (128, 128), JudgeLimits())
+    data = json.loads(request.to_json())
+    data["spec"]["plans"][0]["plan"]["steps"][0]["block"] = [4096, 1, 1]
+    with pytest.raises(gemmlab.judge.JudgeError, match="a block"):
+        JudgeRequest.from_dict(data)
+    data = json.loads(request.to_json())
+    data["shapes"] = [[128, 128, 32]]
+    with pytest.raises(gemmlab.judge.JudgeError, match="no launch was recorded for M×N×K = 128×128×32"):
+        JudgeRequest.from_dict(data)
