@@ -287,9 +287,12 @@ def _marked(value: Any, tensors: list[Any], depth: int = 0) -> Any:
     return value
 
 
-#: Replays of recorded calls, by what the recording depended on (bounded; oldest dropped first).
+#: Replays of recorded calls, by what the recording depended on (bounded in number and in the scratch memory they
+#: hold; oldest dropped first). Emptied whenever the student's answers are bound again: a redefined function
+#: is recorded afresh.
 _REPLAYS: dict[str, Any] = {}
 MAX_REPLAYS = 256
+MAX_SCRATCH_HELD = 4 << 30
 
 
 _ATTRIBUTES: dict[int, dict[str, int]] = {}
@@ -332,9 +335,10 @@ def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any]) -> None:
             replay = Replay(reply["plan"], len(tensors))
         except PlanError as exc:
             raise AnswerError(f"{name}(...): the judge will not run the recorded launch: {exc}") from None
-        if len(_REPLAYS) >= MAX_REPLAYS:
-            _REPLAYS.pop(next(iter(_REPLAYS)))
         _REPLAYS[key] = replay
+        while len(_REPLAYS) > MAX_REPLAYS or (
+                len(_REPLAYS) > 1 and sum(r.scratch_bytes for r in _REPLAYS.values()) > MAX_SCRATCH_HELD):
+            _REPLAYS.pop(next(iter(_REPLAYS)))
     replay(tensors, torch.cuda.current_stream())
 
 
@@ -427,6 +431,7 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
         raise AnswerError("the description of your answers is not JSON: the notebook's kernel was tampered with.") from None
     if not isinstance(described, dict):
         raise AnswerError("the description of your answers is malformed.")
+    _REPLAYS.clear()
     bound = []
     for name, info in described.items():
         if not isinstance(name, str) or not name.isidentifier() or not isinstance(info, dict):

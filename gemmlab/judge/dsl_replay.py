@@ -263,6 +263,7 @@ class Replay:
                 self._functions[key] = loaded
         self._scratch = [torch.zeros(max(b.nbytes, 1), dtype=torch.uint8, device="cuda") if b.argument is None else None
                          for b in self.buffers]
+        self.scratch_bytes = sum(b.nbytes for b in self.buffers if b.argument is None)
         self._cache: dict[tuple[int, ...], list[Any]] = {}
 
     def _check_params(self, function: Any, launch: Launch) -> None:

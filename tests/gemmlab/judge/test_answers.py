@@ -196,3 +196,12 @@ def test_calls_cross_a_socket_pair_as_json_lines(monkeypatch) -> None:
         judge["boom"]()
     monkeypatch.delenv(answers.ANSWER_FD_ENV)
     assert not answers.serve_in_background(student), "outside grading no thread starts"
+
+
+def test_binding_the_answers_again_forgets_every_recorded_launch(linked) -> None:
+    """A function redefined by a later answer cell is recorded afresh, never judged on the old one's plan."""
+    student, judge, bind = linked
+    student["f"] = lambda: 1
+    answers._REPLAYS["stale"] = object()
+    bind("f")
+    assert answers._REPLAYS == {}
