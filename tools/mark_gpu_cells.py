@@ -51,13 +51,16 @@ ARCH_TESTS: dict[str, dict[str, str]] = {
 }
 
 
-#: Per notebook, GPU tests of CuTe DSL kernels that only *launch* the student's functions: they run in the
-#: judge, which records each launch in the student's kernel and replays it on its own tensors
-#: (gemmlab.judge.answers). Other tests of DSL kernels read their PTX or resources, which exist only in the
-#: student's process, and run there (autograder/harness/routing.py).
+#: Per notebook, GPU tests of CuTe DSL kernels that the judge runs: it records each launch of the student's
+#: functions in the student's kernel and replays it on its own tensors (gemmlab.judge.answers); the
+#: instructor's cells that build DSL kernels run in the student's kernel, and what they define (launchers,
+#: PTX counts) reaches the judge as answers do (autograder/harness/runner.py). Other tests of DSL kernels
+#: call builders that return compiled kernels, which exist only in the student's process, and run there
+#: (autograder/harness/routing.py).
 JUDGED_TESTS: dict[str, tuple[str, ...]] = {
     "05_global_gemm": ("test_gemm_correct_slow", "test_perf_bar_slow"),
     "06_pipelining": ("test_pipeline_kernel_slow", "test_performance_bar_slow"),
+    "07_hopper": ("test_one_tile_slow", "test_pipelined_slow", "test_ws_slow", "test_ws_speed_slow"),
     "09_capstone": ("test_capstone_correct_slow", "test_capstone_speed_slow"),
 }
 

@@ -40,11 +40,25 @@ def _targets(node: ast.AST) -> list[str]:
     return []
 
 
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements run at the cell's top level: those of its body and of the blocks inside it (if, try, for, with),
+    not of function or class bodies."""
+    out = []
+    for node in body:
+        out.append(node)
+        if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+            for field in ("body", "orelse", "finalbody"):
+                out += _statements(getattr(node, field, []) or [])
+            for handler in getattr(node, "handlers", []) or []:
+                out += _statements(handler.body)
+    return out
+
+
 def defined_names(source: str, imports: bool = False) -> list[str]:
-    """Names a cell binds at its top level (functions, classes, assignments; imports only if asked)."""
+    """Names a cell binds at its top level, in blocks too (functions, classes, assignments; imports only if asked)."""
     tree = _parse(source)
     names: list[str] = []
-    for node in tree.body if tree else []:
+    for node in _statements(tree.body) if tree else []:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.append(node.name)
         elif isinstance(node, ast.Assign):
@@ -112,32 +126,63 @@ def dsl_names(source: str) -> set[str]:
             and any(_decorator_name(d) in DSL_DECORATORS for d in node.decorator_list)}
 
 
+#: Calls that build a CuTe DSL kernel (``gemmlab.dsl.compile(...)``, ``gemmlab.dsl.gemm_fn(...)``, ``k.compile_for(...)``).
+DSL_BUILDERS = ("gemm_fn", "compile_for")
+
+
+def builds_dsl(source: str) -> bool:
+    """Whether an (instructor's) cell builds CuTe DSL kernels: it defines a ``@cute.kernel``/``@cute.jit`` function
+    or calls ``gemmlab.dsl.compile``/``gemm_fn``/``compile_for``. Built from the student's DSL answers, such a
+    kernel exists only in the student's process, so in a notebook with judged tests the cell runs there alone
+    and the judge gets what it defines as the student's answers (launchers it records, plain data it decodes)."""
+    tree = _parse(source)
+    if tree is None:
+        return False
+    if dsl_names(source):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr, owner = node.func.attr, node.func.value
+            if attr in DSL_BUILDERS or (attr == "compile" and isinstance(owner, ast.Attribute) and owner.attr == "dsl"):
+                return True
+    return False
+
+
 def used_names(source: str) -> set[str]:
     """Every name a cell reads, function bodies included."""
     tree = _parse(source)
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} if tree else set()
 
 
-def dsl_dependencies(source_nb) -> dict[str, frozenset[str]]:
-    """For each test cell (by grade_id) of the instructor's notebook: the DSL answer names it depends on."""
+def cell_dsl_dependencies(source_nb) -> list[frozenset[str]]:
+    """For each cell of the instructor's notebook (by index): the DSL answer names it depends on (empty for an
+    answer cell or a cell that uses none)."""
     roots: dict[str, set[str]] = {}          # name -> the DSL answer names its value was made from
-    out: dict[str, frozenset[str]] = {}
+    out: list[frozenset[str]] = []
     for cell in source_nb.cells:
         if cell.cell_type != "code":
+            out.append(frozenset())
             continue
         if is_answer(cell):
             if dsl_names(cell.source):      # a DSL answer cell: its kernels and the Python that launches them
                 for name in defined_names(cell.source):
                     roots[name] = {name}
+            out.append(frozenset())
             continue
         depends = set().union(*(roots.get(n, set()) for n in used_names(cell.source)))
         if depends:
             for name in defined_names(cell.source):
-                roots[name] = roots.get(name, set()) | depends
-        if is_graded(cell):
-            out[grade_id(cell)] = frozenset(depends)
+                if not name.startswith("_"):        # a cell's temporaries (_k, _name) are reused by later cells
+                    roots[name] = roots.get(name, set()) | depends
+        out.append(frozenset(depends))
     return out
 
 
-__all__ = ["DSL_DECORATORS", "SOLUTION_MARKERS", "defined_names", "dsl_dependencies", "dsl_names", "given_statements",
+def dsl_dependencies(source_nb) -> dict[str, frozenset[str]]:
+    """For each test cell (by grade_id) of the instructor's notebook: the DSL answer names it depends on."""
+    return {grade_id(cell): deps for cell, deps in zip(source_nb.cells, cell_dsl_dependencies(source_nb))
+            if cell.cell_type == "code" and is_graded(cell) and not is_answer(cell)}
+
+
+__all__ = ["DSL_BUILDERS", "DSL_DECORATORS", "SOLUTION_MARKERS", "builds_dsl", "cell_dsl_dependencies", "defined_names", "dsl_dependencies", "dsl_names", "given_statements",
            "solution_lines", "used_names"]
