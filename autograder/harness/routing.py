@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 
-from .assemble import grade_id, is_answer, is_graded
+from .assemble import grade_id, is_answer, is_graded, judged_launches
 
 #: Decorator names that make a function a CuTe DSL kernel or JIT function.
 DSL_DECORATORS = ("kernel", "jit")
@@ -184,5 +184,34 @@ def dsl_dependencies(source_nb) -> dict[str, frozenset[str]]:
             if cell.cell_type == "code" and is_graded(cell) and not is_answer(cell)}
 
 
-__all__ = ["DSL_BUILDERS", "DSL_DECORATORS", "SOLUTION_MARKERS", "builds_dsl", "cell_dsl_dependencies", "defined_names", "dsl_dependencies", "dsl_names", "given_statements",
+def _public(names: list[str]) -> set[str]:
+    return {n for n in names if not n.startswith("_")}
+
+
+def one_side_cells(source_nb) -> tuple[set[str], set[str]]:
+    """In a notebook with judged tests: the instructor's cells (by grade_id) that run in one kernel only.
+
+    ``student``: cells that use the student's DSL answers and build DSL kernels from them (the kernels exist
+    only in the student's process; what the cell defines reaches the judge as the student's answers do), or
+    that define nothing a test or such a cell reads (a timing table, a self-check: the judge would only run
+    it again). ``judge``: cells that use DSL answers and define what only judged tests read (05's
+    performance bars: timed once, by the judge). Every other cell runs in both kernels."""
+
+    deps_of = cell_dsl_dependencies(source_nb)
+    candidates = [c for c, deps in zip(source_nb.cells, deps_of) if deps and c.cell_type == "code"
+                  and not is_graded(c) and not is_answer(c) and grade_id(c)]
+    student = {grade_id(c) for c in candidates if builds_dsl(c.source)}
+
+    def read_by(keep) -> set[str]:
+        return set().union(*(used_names(c.source) for c in source_nb.cells if c.cell_type == "code" and keep(c)))
+
+    read = read_by(lambda c: is_graded(c) or grade_id(c) in student)
+    student |= {grade_id(c) for c in candidates if not _public(defined_names(c.source)) & read}
+    read_outside_judge = read_by(lambda c: (is_graded(c) and not judged_launches(c)) or grade_id(c) in student)
+    judge = {grade_id(c) for c in candidates
+             if grade_id(c) not in student and not _public(defined_names(c.source)) & read_outside_judge}
+    return student, judge
+
+
+__all__ = ["DSL_BUILDERS", "DSL_DECORATORS", "SOLUTION_MARKERS", "builds_dsl", "cell_dsl_dependencies", "defined_names", "one_side_cells", "dsl_dependencies", "dsl_names", "given_statements",
            "solution_lines", "used_names"]

@@ -35,7 +35,7 @@ from .assemble import (Assembled, answer_flags, assemble, grade_id, is_answer, i
 from .device import gpu_arch, missing_gpu
 from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, JUDGE_KERNEL_ENV, STUDENT_SERVER, AnswerRelay, bind_code, describe
 from .kernel import CellRun, SandboxedKernel, describe_exit
-from .routing import builds_dsl, cell_dsl_dependencies, defined_names, dsl_dependencies, given_statements
+from .routing import defined_names, dsl_dependencies, given_statements, one_side_cells
 from .outputs import for_feedback, hidden_lines, take_published, withhold
 from .wellformed import clean_notebook, clean_outputs
 
@@ -177,11 +177,8 @@ class _NotebookGrader:
         self.bound = True                     # whether the judge holds the student's current answers
         self.index = 0                        # the cell being graded
         self.judged = any(judged_launches(c) for c in source.cells)   # the notebook has judged launch tests
-        # In such a notebook, the instructor's cells that build CuTe DSL kernels from the student's DSL answers run
-        # in the student's kernel alone, and what they define reaches the judge as the student's answers do.
-        self.student_built = {grade_id(c) for c, deps in zip(source.cells, cell_dsl_dependencies(source))
-                              if self.judged and deps and c.cell_type == "code" and not is_graded(c)
-                              and not is_answer(c) and grade_id(c) and builds_dsl(c.source)}
+        # Where the instructor's other cells run in a notebook with judged tests (routing.one_side_cells).
+        self.student_built, self.judge_only = one_side_cells(source) if self.judged else (set(), set())
         self.recording: bool | None = None    # what the judge kernel was last told (None: not yet / restarted)
 
     # ------------------------------------------------------------ kernels
@@ -270,6 +267,8 @@ class _NotebookGrader:
             return ["student"] if self._in_student(gid) and not judged_launches(cell) else ["judge"]
         if gid in self.student_built:
             return ["student"]
+        if gid in self.judge_only:
+            return ["judge"]
         return ["student", "judge"]
 
     def _record_launches(self, cell: nbformat.NotebookNode) -> None:
