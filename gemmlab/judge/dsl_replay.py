@@ -8,9 +8,10 @@ and rebuilds the two kinds of addresses a launch holds over its own memory:
 - a parameter word that points into a recorded buffer (an operand's probe, or a scratch buffer the
   function allocated) is moved by the same offset into the judge's tensor of that argument, or into
   zeroed scratch memory of the judge's of that size;
-- a TMA descriptor (a parameter the recorder marked) is encoded again by the judge's driver with
-  the recorded shape, strides, box and swizzle over the judge's address, after checking that
-  everything it can reach lies inside that buffer.
+- a TMA descriptor the host code asked ``cuTensorMapEncodeTiled`` for (a parameter the recorder
+  marked) is encoded again by the judge's driver with the recorded shape, strides, box and swizzle
+  over the judge's address, after checking that everything it can reach lies inside that buffer;
+  one the DSL encoded itself (as 4.8 does) is a parameter like the others, its address word moved.
 
 Copies and fills between those buffers (padding an operand, copying a result back) are replayed
 with torch on views the judge checks to lie inside their buffers. A forged plan can therefore only
