@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
+from ..runtime.contract import span_bytes
 from .host_recording import HostRecording, RecordingError
 
 #: Alignment (bytes) a probe's address shares with the operand it stands for.
@@ -39,13 +40,6 @@ ZERO_OR_EMPTY = {"zeros", "empty", "empty_strided", "empty_like", "zeros_like", 
                  "new_empty_strided", "_empty_affine_quantized"}
 
 _ACTIVE = threading.local()
-
-
-def span_bytes(shape: Sequence[int], stride: Sequence[int], itemsize: int) -> int:
-    """Bytes from a view's first element to one past its last (0 for an empty view)."""
-    if any(s == 0 for s in shape):
-        return 0
-    return (sum((n - 1) * st for n, st in zip(shape, stride)) + 1) * itemsize
 
 
 def probe(shape: Sequence[int], stride: Sequence[int], dtype: Any, address_mod: int) -> Any:

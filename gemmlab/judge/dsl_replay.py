@@ -28,7 +28,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..runtime.contract import TENSOR_MAP_BYTES, TENSOR_MAP_MARK, TensorMapRecord as TensorMap
+from ..runtime.contract import TENSOR_MAP_BYTES, TENSOR_MAP_MARK, TensorMapRecord as TensorMap, span_bytes
 from .errors import JudgeError
 
 #: Launch attributes a plan may carry (CUlaunchAttributeID): cooperative (off), cluster dimension,
@@ -116,7 +116,7 @@ def _region(item: Any, buffers: list[Buffer]) -> Region:
     if buffer >= len(buffers) or len(shape) > 8:
         raise PlanError("a copy names a buffer the plan does not have.")
     size = DTYPE_BYTES[item["dtype"]]
-    span = 0 if any(n == 0 for n in shape) else (sum((n - 1) * st for n, st in zip(shape, stride)) + 1) * size
+    span = span_bytes(shape, stride, size)
     if offset % size or offset + span > buffers[buffer].nbytes:
         raise PlanError("a copy reaches outside its buffer (or is misaligned).")
     return Region(buffer, offset, shape, stride, item["dtype"])

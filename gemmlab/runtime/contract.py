@@ -19,6 +19,14 @@ TENSOR_MAP_MARK = b"GLTMAP\0\0"
 TENSOR_MAP_BYTES = 128
 
 
+def span_bytes(shape: Any, stride: Any, itemsize: int) -> int:
+    """Bytes from a strided view's first element to one past its last (0 for an empty view): the buffer a
+    recorded DSL call's tensor occupies, the same on the recording and the replaying side."""
+    if any(n == 0 for n in shape):
+        return 0
+    return (sum((n - 1) * st for n, st in zip(shape, stride)) + 1) * itemsize
+
+
 @dataclass(frozen=True)
 class TensorMapRecord:
     """The arguments of one ``cuTensorMapEncodeTiled`` call, but the tensor map it fills in: recorded where a DSL
