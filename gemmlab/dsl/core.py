@@ -449,8 +449,13 @@ def compile(fn: Callable, *example_args: Any, arch: str | None = None, options: 
     compile without one. CPU tensors stand in for shape, dtype and strides. ``dtypes``
     ({param: torch dtype}) and ``min_align`` (bytes) declare what the kernel expects, so a
     wrong call fails with a clear LaunchError. Returns a :class:`DslKernel`.
+
+    In the grader's judge, ``fn`` is the student's function seen from there (a DslAnswer): the student's
+    kernel compiles it, and the result is a handle of that kernel (:class:`gemmlab.judge.answers.CompiledAnswer`).
     """
-    _refuse_in_judge(fn)
+    if isinstance(fn, DslAnswer):
+        return fn.compile(*example_args, arch=arch, options=" ".join(options) if isinstance(options, (list, tuple))
+                          else options, dtypes=dtypes, min_align=min_align)
     if not callable(fn):
         raise LaunchError(f"gemmlab.dsl.compile needs the @cute.jit function, not {type(fn).__name__}.")
     opts = " ".join(options) if isinstance(options, (list, tuple)) else (options or "")

@@ -12,9 +12,11 @@ bound there by :func:`bind` from a description the student's kernel gave (:func:
   there on probes, CPU tensors shaped like the judge's, while its CuTe DSL launches and copies are
   written down (:mod:`gemmlab.dsl.recording`); the judge replays that plan on its own tensors
   (:mod:`.dsl_replay`), so the verdict on what the kernel computed is the judge's;
-- a CuTe DSL kernel becomes a :class:`DslAnswer`: launches of it are recorded as above; anything
-  else (its PTX, its resources) exists only in the student's process (:class:`StudentProcessOnly`),
-  and the grader runs the tests that need it in the student's kernel instead;
+- a CuTe DSL function becomes a :class:`DslAnswer`: launches of it are recorded as above, and
+  ``gemmlab.dsl.compile`` of it asks the student's kernel to compile it;
+- a compiled CuTe DSL kernel (``gemmlab.dsl.compile``'s result, bound to a name or returned by a
+  call) crosses as a handle the student's kernel keeps, and becomes a :class:`CompiledAnswer`:
+  launches of it are recorded and replayed, and its PTX, SASS and resources are asked for as data;
 - anything else is an :class:`Opaque` that fails every use with what it was.
 
 The two kernels never share anything but a socket each to the grader, which relays whole lines
@@ -27,7 +29,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from . import plain
 from .errors import JudgeError
@@ -71,10 +74,10 @@ def recording_launches() -> bool:
     return _RECORDING["on"]
 
 
-def _launch(name: str, args: tuple, kwargs: dict[str, Any]) -> None:
+def _launch(name: str, args: tuple, kwargs: dict[str, Any], kernel: int | None = None) -> None:
     if not _RECORDING["on"]:
         raise NeedsStudentProcess(f"{name} is called with tensors (a launch): this test runs in your notebook's process")
-    _launch_recorded(name, args, kwargs)
+    _launch_recorded(name, args, kwargs, kernel)
 
 
 def in_judge() -> bool:
@@ -91,6 +94,52 @@ def _is_dsl(value: Any) -> bool:
     return module.split(".")[0] == "cutlass" or str(made_by).split(".")[0] == "cutlass"
 
 
+#: How a compiled CuTe DSL kernel of the student's is written in data that crosses: a handle its kernel keeps.
+KERNEL_MARK = "__gemmlab_dsl_kernel__"
+#: What the judge may ask of a compiled kernel (:class:`CompiledAnswer`), each plain data.
+KERNEL_FACTS = ("ptx", "sass", "summary", "resources", "kernel_name", "compiled_arch", "signature")
+
+_KERNELS: dict[int, Any] = {}      # in the student's kernel: handle -> compiled kernel the judge was told of
+
+
+def _is_compiled(value: Any) -> bool:
+    kind = type(value)
+    return kind.__name__ == "DslKernel" and kind.__module__ == "gemmlab.dsl.core"
+
+
+def _handle(kernel: Any) -> int:
+    for handle, known in _KERNELS.items():
+        if known is kernel:
+            return handle
+    _KERNELS[len(_KERNELS) + 1] = kernel
+    return len(_KERNELS)
+
+
+def _with_handles(value: Any, depth: int = 0) -> Any:
+    """``value`` with each compiled DSL kernel replaced by its handle's mark (student's side)."""
+    if _is_compiled(value):
+        return {KERNEL_MARK: {"handle": _handle(value), "name": str(value.name)}}
+    if isinstance(value, (list, tuple)) and depth < 8:
+        return type(value)(_with_handles(v, depth + 1) for v in value)
+    if isinstance(value, dict) and depth < 8:
+        return {k: _with_handles(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _fact(kernel: Any, fact: str) -> Any:
+    """One of :data:`KERNEL_FACTS` of a compiled kernel, as plain data."""
+    if fact not in KERNEL_FACTS:
+        raise ValueError(f"the judge may ask a compiled kernel for {', '.join(KERNEL_FACTS)}, not {fact!r}")
+    if fact in ("sass", "summary"):
+        return getattr(kernel, fact)()
+    if fact == "resources":
+        import dataclasses
+
+        res = kernel.resources
+        return None if res is None else dataclasses.asdict(res)
+    return getattr(kernel, fact)
+
+
 def describe(namespace: dict[str, Any], names: list[str]) -> str:
     """For each of ``names`` in the student's ``namespace``: how the judge should bind it (JSON)."""
     out: dict[str, Any] = {}
@@ -99,6 +148,9 @@ def describe(namespace: dict[str, Any], names: list[str]) -> str:
             out[name] = {"kind": "missing"}
             continue
         value = namespace[name]
+        if _is_compiled(value):
+            out[name] = {"kind": "value", "data": plain.encode(_with_handles(value), name)}
+            continue
         if _is_dsl(value):
             from ..nbhelpers import function_done
 
@@ -130,20 +182,30 @@ def serve(namespace: dict[str, Any], request: str) -> str:
 
 def _run_call(namespace: dict[str, Any], call: Any) -> dict[str, Any]:
     try:
-        name = call["name"]
         args = plain.decode(call["args"])
         kwargs = plain.decode(call["kwargs"])
-        fn = namespace[name]
+        if "kernel" in call:                # a compiled kernel the judge holds a handle of
+            fn = _KERNELS[int(call["kernel"])]
+            name = str(fn.name)
+        else:
+            name = call["name"]
+            fn = namespace[name]
     except Exception as exc:  # noqa: BLE001 - a broken request is reported, never raised here
         return {"error": type(exc).__name__, "message": str(exc)[:2000]}
     if isinstance(call.get("record"), dict):
         return _record_call(fn, args, kwargs, call["record"])
     try:
-        result = fn(*args, **kwargs)
+        if isinstance(call.get("compile"), dict):
+            with _values_as_in_judge(namespace, call["compile"].get("values")):
+                result = _compile_call(fn, args, kwargs, call["compile"])
+        elif "kernel" in call:
+            result = _fact(fn, str(call.get("get", "")))
+        else:
+            result = fn(*args, **kwargs)
     except BaseException as exc:  # noqa: BLE001 - the student's exception is data for the judge
         return {"error": type(exc).__name__, "message": str(exc)[:4000]}
     try:
-        return {"result": plain.encode(result, f"the value {name}(...) returned")}
+        return {"result": plain.encode(_with_handles(result), f"the value {name}(...) returned")}
     except plain.NotPlainData as exc:
         return {"error": "NotPlainData", "message": str(exc)}
 
@@ -163,16 +225,22 @@ def _with(value: Any, probes: list[Any], depth: int = 0) -> Any:
     return value
 
 
+def _probes(metas: list[dict[str, Any]]) -> list[Any]:
+    """CPU stand-ins of the judge's tensors (:func:`gemmlab.dsl.recording.probe`)."""
+    import torch
+
+    from ..dsl.recording import probe
+
+    return [probe(t["shape"], t["stride"], getattr(torch, t["dtype"]), int(t["address_mod"])) for t in metas]
+
+
 def _record_call(fn: Any, args: Any, kwargs: Any, how: dict[str, Any]) -> dict[str, Any]:
     """Call ``fn`` on probes of the judge's tensors and return what it launched (a plan), or the error."""
     try:
-        import torch
-
         from ..dsl import gemm_fn
-        from ..dsl.recording import probe, recording
+        from ..dsl.recording import recording
 
-        probes = [probe(t["shape"], t["stride"], getattr(torch, t["dtype"]), int(t["address_mod"]))
-                  for t in how["tensors"]]
+        probes = _probes(how["tensors"])
         attributes = {int(k): int(v) for k, v in how["device_attributes"].items()}
         if _is_dsl(fn):                        # a bare @cute.jit function: launched the way gemm_fn launches it
             fn = gemm_fn(fn)
@@ -181,6 +249,35 @@ def _record_call(fn: Any, args: Any, kwargs: Any, how: dict[str, Any]) -> dict[s
         return {"plan": recorder.plan()}
     except BaseException as exc:  # noqa: BLE001 - the student's exception is data for the judge
         return {"error": type(exc).__name__, "message": str(exc)[:4000]}
+
+
+@contextmanager
+def _values_as_in_judge(namespace: dict[str, Any], values: Any) -> Iterator[None]:
+    """While compiling: the student's answer values that the judge's test rebound (e.g. a stage count it varies)
+    hold the judge's values, so the DSL function reads them as it would in the notebook; restored after."""
+    changed = {name: plain.decode(data) for name, data in (values or {}).items()
+               if isinstance(name, str) and name in namespace}
+    before = {name: namespace[name] for name in changed}
+    namespace.update(changed)
+    try:
+        yield
+    finally:
+        namespace.update(before)
+
+
+def _compile_call(fn: Any, args: Any, kwargs: Any, how: dict[str, Any]) -> Any:
+    """``gemmlab.dsl.compile`` of the student's function (or a new variant of a compiled kernel) for probes
+    of the judge's example tensors: the compiled kernel, which crosses as a handle."""
+    from ..dsl import compile as dsl_compile
+
+    probes = _probes(how["tensors"])
+    examples = _with(args, probes)
+    if _is_compiled(fn):
+        return fn.compile_for(*examples)
+    if kwargs:
+        raise TypeError("gemmlab.dsl.compile takes its example arguments by position")
+    return dsl_compile(fn, *examples, arch=how.get("arch"), options=how.get("options"), dtypes=how.get("dtypes"),
+                       min_align=how.get("min_align"))
 
 
 def _lines(sock: Any) -> Any:
@@ -309,23 +406,38 @@ def _device_attributes() -> dict[str, int]:
     return _ATTRIBUTES[index]
 
 
-def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any]) -> None:
-    """A launch by the student's function ``name``: recorded in its kernel, replayed here on these tensors."""
+def _metas(tensors: list[Any]) -> list[dict[str, Any]]:
+    """What a probe of each tensor needs: shape, strides, dtype and address alignment (mod 512)."""
+    return [{"shape": list(t.shape), "stride": list(t.stride()), "dtype": str(t.dtype).replace("torch.", ""),
+             "address_mod": t.data_ptr() % 512} for t in tensors]
+
+
+def _request(name: str, args: tuple, kwargs: dict[str, Any], kernel: int | None) -> tuple[dict[str, Any], list[Any]]:
+    """A request naming the student's function (or compiled kernel), its arguments with tensors marked, and
+    the tensors."""
+    tensors: list[Any] = []
+    marked_args, marked_kwargs = _marked(list(args), tensors), _marked({str(k): v for k, v in kwargs.items()}, tensors)
+    where = f"the arguments of {name}"
+    request = {"name": name, "args": plain.encode(marked_args, where), "kwargs": plain.encode(marked_kwargs, where)}
+    if kernel is not None:
+        request["kernel"] = kernel
+    return request, tensors
+
+
+def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any], kernel: int | None = None) -> None:
+    """A launch by the student's function ``name`` (or compiled kernel): recorded in its kernel, replayed here
+    on these tensors."""
     import torch
 
     from ..gpu import current_arch
     from .dsl_replay import PlanError, Replay
 
-    tensors: list[Any] = []
-    marked_args, marked_kwargs = _marked(list(args), tensors), _marked({str(k): v for k, v in kwargs.items()}, tensors)
+    request, tensors = _request(name, args, kwargs, kernel)
     if any(t.device.type != "cuda" for t in tensors):
         raise AnswerError(f"{name}(...) was given a tensor that is not on the GPU; the judge launches only on its GPU.")
-    where = f"the arguments of {name}"
-    metas = [{"shape": list(t.shape), "stride": list(t.stride()), "dtype": str(t.dtype).replace("torch.", ""),
-              "address_mod": t.data_ptr() % 512} for t in tensors]
-    request = {"name": name, "args": plain.encode(marked_args, where), "kwargs": plain.encode(marked_kwargs, where),
-               "record": {"arch": current_arch(), "tensors": metas, "device_attributes": _device_attributes()}}
-    key = json.dumps([request["name"], request["args"], request["kwargs"], metas], sort_keys=True)
+    metas = _metas(tensors)
+    request["record"] = {"arch": current_arch(), "tensors": metas, "device_attributes": _device_attributes()}
+    key = json.dumps([request["name"], kernel, request["args"], request["kwargs"], metas], sort_keys=True)
     replay = _REPLAYS.get(key)
     if replay is None:
         reply = _reply(name, channel(request))
@@ -360,6 +472,26 @@ def _reply(name: str, reply_text: Any, limit: int = MAX_REPLY_CHARS) -> dict[str
     return reply
 
 
+def _with_kernels(value: Any, depth: int = 0) -> Any:
+    """``value`` (decoded plain data) with each compiled kernel's mark replaced by a :class:`CompiledAnswer`."""
+    if isinstance(value, dict) and set(value) == {KERNEL_MARK} and isinstance(value[KERNEL_MARK], dict):
+        handle = value[KERNEL_MARK].get("handle")
+        if isinstance(handle, int) and not isinstance(handle, bool) and handle > 0:
+            return CompiledAnswer(handle, str(value[KERNEL_MARK].get("name", "dsl_kernel"))[:100])
+    if isinstance(value, (list, tuple)) and depth < 8:
+        return type(value)(_with_kernels(v, depth + 1) for v in value)
+    if isinstance(value, dict) and depth < 8:
+        return {k: _with_kernels(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _compiled(name: str, args: tuple, kwargs: dict[str, Any], how: dict[str, Any], kernel: int | None = None) -> Any:
+    """Ask the student's kernel to compile ``name`` (or a new variant of a compiled kernel) for these examples."""
+    request, tensors = _request(name, args, kwargs, kernel)
+    request["compile"] = {**how, "tensors": _metas(tensors)}
+    return _with_kernels(plain.decode(_reply(name, channel(request)).get("result")))
+
+
 class Answer:
     """A function the student defined, called in the student's kernel with plain data (or recorded, with tensors)."""
 
@@ -380,7 +512,25 @@ class Answer:
         request = {"name": self._name, "args": plain.encode(list(args), where),
                    "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where)}
         reply = _reply(self._name, channel(request))
-        return plain.decode(reply.get("result"))
+        return _with_kernels(plain.decode(reply.get("result")))
+
+
+#: In the judge: the namespace the answers were last bound into, and each value answer's data as bound.
+_BOUND: dict[str, Any] = {"namespace": None, "values": {}}
+
+
+def _rebound_values() -> dict[str, str]:
+    """The student's value answers that the judge's cells have rebound since binding (name -> new data)."""
+    namespace, out = _BOUND["namespace"], {}
+    for name, data in _BOUND["values"].items():
+        if namespace is not None and name in namespace:
+            try:
+                now = plain.encode(namespace[name], name)
+            except plain.NotPlainData:
+                continue
+            if now != data:
+                out[name] = now
+    return out
 
 
 class DslAnswer:
@@ -400,6 +550,95 @@ class DslAnswer:
         if _holds_tensor(args) or _holds_tensor(tuple(kwargs.values())):
             return _launch(self._name, args, kwargs)
         raise StudentProcessOnly(f"{self._name} is a CuTe DSL {self._kind}; it is built in your notebook's process.")
+
+    def compile(self, *example_args: Any, arch: str | None = None, options: str | None = None,
+                dtypes: dict[str, Any] | None = None, min_align: int | None = None) -> "CompiledAnswer":
+        """``gemmlab.dsl.compile`` in the judge: the student's kernel compiles it for probes of these examples."""
+        how = {"arch": arch, "options": options or None, "min_align": min_align,
+               "dtypes": {str(k): str(v).replace("torch.", "") for k, v in (dtypes or {}).items()} or None,
+               "values": _rebound_values()}
+        return _compiled(self._name, example_args, {}, how)
+
+
+class CompiledAnswer:
+    """A CuTe DSL kernel the student's kernel compiled, held there by a handle.
+
+    Calls with tensors are recorded there and replayed by the judge; its PTX, SASS, resources and summary
+    are asked for as plain data (text the student's process produced: what the judge runs is the recorded
+    module image, not this text).
+    """
+
+    def __init__(self, handle: int, name: str) -> None:
+        self._handle, self._name, self._facts = handle, name, {}
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def __name__(self) -> str:  # noqa: D401 - mirrors a function's name in messages
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<your compiled CuTe DSL kernel {self._name}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _holds_tensor(args) or _holds_tensor(tuple(kwargs.values())):
+            return _launch(self._name, args, kwargs, self._handle)
+        raise AnswerError(f"{self._name} is a compiled kernel: call it with torch tensors.")
+
+    def _fact(self, fact: str) -> Any:
+        if fact not in self._facts:
+            request = {"name": self._name, "kernel": self._handle, "get": fact, "args": plain.encode([]),
+                       "kwargs": plain.encode({})}
+            self._facts[fact] = plain.decode(_reply(self._name, channel(request)).get("result"))
+        return self._facts[fact]
+
+    def _text(self, fact: str) -> str:
+        value = self._fact(fact)
+        if not isinstance(value, str):
+            raise AnswerError(f"{self._name}: its {fact} came back as {type(value).__name__}, not text.")
+        return value
+
+    @property
+    def ptx(self) -> str:
+        return self._text("ptx")
+
+    def sass(self) -> str:
+        return self._text("sass")
+
+    def summary(self) -> str:
+        return self._text("summary")
+
+    @property
+    def kernel_name(self) -> str:
+        return self._text("kernel_name")
+
+    @property
+    def compiled_arch(self) -> str:
+        return self._text("compiled_arch")
+
+    @property
+    def signature(self) -> str:
+        return self._text("signature")
+
+    @property
+    def resources(self) -> Any:
+        from ..resources import Resources
+
+        value = self._fact("resources")
+        if value is None:
+            return None
+        try:
+            return Resources(**value)
+        except TypeError:
+            raise AnswerError(f"{self._name}: its resources came back malformed.") from None
+
+    def compile_for(self, *example_args: Any) -> "CompiledAnswer":
+        """One more variant, compiled by the student's kernel for probes of these examples."""
+        self._facts.clear()
+        _compiled(self._name, example_args, {}, {}, self._handle)
+        return self
 
 
 class Opaque:
@@ -432,6 +671,7 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
     if not isinstance(described, dict):
         raise AnswerError("the description of your answers is malformed.")
     _REPLAYS.clear()
+    _BOUND["namespace"], _BOUND["values"] = namespace, {}
     bound = []
     for name, info in described.items():
         if not isinstance(name, str) or not name.isidentifier() or not isinstance(info, dict):
@@ -442,7 +682,8 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
             continue
         if kind == "value":
             try:
-                namespace[name] = plain.decode(info.get("data"))
+                namespace[name] = _with_kernels(plain.decode(info.get("data")))
+                _BOUND["values"][name] = info.get("data")
             except plain.NotPlainData as exc:
                 namespace[name] = Opaque(name, f"{name}: {exc}")
         elif kind == "function":
@@ -455,6 +696,6 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
     return bound
 
 
-__all__ = ["ANSWER_FD_ENV", "Answer", "AnswerError", "DslAnswer", "JUDGE_ENV", "NeedsStudentProcess", "Opaque", "SocketChannel",
+__all__ = ["ANSWER_FD_ENV", "Answer", "AnswerError", "CompiledAnswer", "DslAnswer", "KERNEL_FACTS", "KERNEL_MARK", "JUDGE_ENV", "NeedsStudentProcess", "Opaque", "SocketChannel",
            "StudentProcessOnly", "TENSOR_MARK", "record_launches", "recording_launches", "serve_in_background",
            "bind", "channel", "describe", "in_judge", "serve"]

@@ -116,3 +116,31 @@ def test_a_judged_test_of_a_dsl_answer_runs_in_the_judge_with_launches_recorded(
     by_id = {c.grade_id: c for c in grade_submission(job).cells}
     assert [(g, by_id[g].status, by_id[g].judged) for g in ("test_in_student", "test_judged", "test_plain")] == [
         ("test_in_student", "passed", False), ("test_judged", "passed", True), ("test_plain", "passed", True)], by_id
+
+
+@needs_bwrap
+def test_a_dsl_kernels_ptx_is_checked_in_the_judge_where_a_redefined_helper_changes_nothing(monkeypatch) -> None:
+    """04's one-tile MMA test, graded: the DSL option built with the m16n8k8 atom (two mma.sync where the exercise
+    asks for one m16n8k16) fails in the judge, although a later answer cell redefines the helper that counts the
+    instructions. The kernel was compiled in the student's kernel; the judge holds a handle and reads its PTX.
+    The GPU parts of the test are left out (the worker is told it has a GPU; without one they are skipped)."""
+    from autograder.harness import runner
+    from tests.support import grading_fixtures as gf
+
+    monkeypatch.setattr(runner, "missing_gpu", lambda gpu: "")
+    monkeypatch.setattr(runner, "gpu_arch", lambda gpu: "sm_90")
+    name, source, release = gf.course_parts("04_mma")
+    nb = gf.solved(source, release)
+    by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
+    tile = "".join(by_id["mma_tile_dsl"]["source"])
+    assert tile.count("(16, 8, 16)") == 1
+    by_id["mma_tile_dsl"]["source"] = tile.replace("(16, 8, 16)", "(16, 8, 8)")
+    by_id["cta_dsl"]["source"] = "".join(by_id["cta_dsl"]["source"]) + (
+        "\nmma_instructions = lambda ptx: {'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32': 1,"
+        " 'ldmatrix.sync.aligned.m8n8.x4.shared.b16': 1}\nptx_of = lambda kernel: ''\n")
+    result = grade_submission(GradeJob("cheat", "04_mma", "t", {name: NotebookParts(source, release, nb)}))
+    cells = {c.grade_id: c for c in result.cells}
+    assert all(c.judged for c in result.cells), [(c.grade_id, c.judged) for c in result.cells]
+    assert cells["test_mma_tile"].status == "failed" and "m16n8k8" in cells["test_mma_tile"].message, cells["test_mma_tile"]
+    assert all(c.status == "passed" for g, c in cells.items() if g != "test_mma_tile"), [
+        (c.grade_id, c.status, c.message[:200]) for c in result.cells]

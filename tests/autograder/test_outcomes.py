@@ -287,10 +287,10 @@ def test_local_workers_grade_in_their_own_processes_and_a_dead_one_is_retried(tm
     assert len(list(tmp_path.rglob("attempt-*"))) == 3, "each first attempt died once"
 
 
-def test_marking_a_judged_test_needs_a_gpu_test() -> None:
+def test_marking_a_judged_test_needs_a_graded_cell() -> None:
     _, source, _ = gf.course_parts(A)
-    with pytest.raises(mark_gpu_cells.MarkError, match="judged launches but not GPU tests"):
-        mark_gpu_cells.marked(source, (), A, None, (GPU_TEST,))
+    with pytest.raises(mark_gpu_cells.MarkError, match="no graded cell no_such_test to judge"):
+        mark_gpu_cells.marked(source, (), A, None, ("no_such_test",))
     marked = mark_gpu_cells.marked(source, (GPU_TEST,), A, None, (GPU_TEST,))
     from autograder.harness.assemble import judged_launches
 

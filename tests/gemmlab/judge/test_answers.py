@@ -133,7 +133,9 @@ def test_a_dsl_answer_is_built_only_in_the_students_process() -> None:
 
     fn = answers.DslAnswer("gemm_jit", "JitFunction", done=True)
     with pytest.raises(answers.StudentProcessOnly, match="your notebook's process"):
-        dsl.compile(fn)
+        dsl.gemm_fn(fn)
+    with pytest.raises(answers.AnswerError, match="no connection"):   # compiled by the student's kernel, asked over the link
+        dsl.compile(fn, torch.empty(4, 4), arch="sm_90a")
     from gemmlab import nbhelpers
 
     assert nbhelpers.function_done(fn) is True

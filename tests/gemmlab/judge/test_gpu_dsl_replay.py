@@ -84,3 +84,17 @@ def test_replayed_capstone_times_like_the_capstone(student, capstone):
     judged = gemmlab.bench_gemm(answers.Answer("capstone_gemm"), shape=shape)
     print(f"capstone 4096^3: in process {local.ratio:.3f}x cuBLAS, replayed {judged.ratio:.3f}x cuBLAS")
     assert judged.ratio > 0.9 * local.ratio
+
+
+def test_a_compiled_kernel_crosses_as_a_handle_and_is_replayed(student):
+    """``gemmlab.dsl.compile`` of the student's function, asked for by the judge: the student's kernel compiles
+    it for probes and keeps it; the judge's handle launches through a recording, and a new shape reuses it."""
+    student["gemm"] = simple_gemm.gemm
+    judge: dict = {}
+    answers.bind(judge, answers.describe(student, ["gemm"]))
+    examples = [torch.empty(64, 32, dtype=torch.float16, device="cuda"),
+                torch.empty(48, 32, dtype=torch.float16, device="cuda"), torch.empty(64, 48, device="cuda")]
+    kernel = gemmlab.dsl.compile(judge["gemm"], *examples)
+    assert isinstance(kernel, answers.CompiledAnswer) and ".entry" in kernel.ptx
+    result = gemmlab.check_gemm(kernel, shapes=[(64, 48, 32), (100, 70, 33)], out_dtype=torch.float32)
+    assert result.passed, result

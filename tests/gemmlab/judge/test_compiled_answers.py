@@ -1,0 +1,131 @@
+"""Compiled CuTe DSL kernels of the student's, seen from the judge: handles their kernel keeps, never the objects.
+
+The student's side compiles for sm_90a on the CPU (no GPU needed); the judge's side talks to it through
+``answers.channel`` as the grader's relay would. What the judge gets is a :class:`CompiledAnswer`: its PTX
+and resources are asked for as plain data, and its launches are recorded in the student's kernel (the replay
+needs a GPU: tests/gemmlab/judge/test_gpu_dsl_replay.py).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from gemmlab import dsl
+from gemmlab.dsl.host_recording import H100_ATTRIBUTES
+from gemmlab.judge import answers
+from tests.dsl_kernels import simple_gemm
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def linked(monkeypatch):
+    student: dict = {}
+    judge: dict = {}
+    sent: list[dict] = []
+
+    def channel(request):
+        sent.append(request)
+        return answers.serve(student, json.dumps(request))
+
+    monkeypatch.setattr(answers, "channel", channel)
+
+    def bind(*names: str) -> None:
+        answers.bind(judge, answers.describe(student, list(names)))
+
+    return student, judge, bind, sent
+
+
+def examples(M=64, N=48, K=32):
+    return torch.empty(M, K, dtype=torch.float16), torch.empty(N, K, dtype=torch.float16), torch.empty(M, N)
+
+
+def test_a_compiled_kernel_bound_to_a_name_crosses_as_a_handle_with_its_ptx(linked) -> None:
+    student, judge, bind, sent = linked
+    student["k"] = dsl.compile(simple_gemm.gemm, *examples(), arch="sm_90a")
+    bind("k")
+    k = judge["k"]
+    assert isinstance(k, answers.CompiledAnswer) and k.name == "gemm"
+    assert k.ptx == student["k"].ptx and ".entry" in k.ptx
+    assert k.resources == student["k"].resources and k.compiled_arch == "sm_90a"
+    assert "gemm" in k.summary()
+    asked = len(sent)
+    assert k.ptx and len(sent) == asked, "a fact is asked for once"
+    with pytest.raises(answers.AnswerError, match="call it with torch tensors"):
+        k(3)
+    with pytest.raises(answers.NeedsStudentProcess):      # a launch, where the grader does not record launches
+        k(*examples())
+
+
+def test_compile_in_the_judge_is_done_by_the_students_kernel_for_probes_of_the_examples(linked) -> None:
+    student, judge, bind, sent = linked
+    student["gemm"] = simple_gemm.gemm
+    bind("gemm")
+    assert isinstance(judge["gemm"], answers.DslAnswer)
+    k = dsl.compile(judge["gemm"], *examples(), arch="sm_90a")
+    assert isinstance(k, answers.CompiledAnswer) and ".entry" in k.ptx
+    assert sent[0]["compile"]["arch"] == "sm_90a"
+    assert [t["shape"] for t in sent[0]["compile"]["tensors"]] == [[64, 32], [48, 32], [64, 48]]
+    assert k.compile_for(*examples(16, 16, 8)) is k
+
+
+def test_a_function_returning_compiled_kernels_gives_handles_the_judge_can_record(linked) -> None:
+    """A launch of a handle is recorded in the student's kernel on probes: the plan names the same image."""
+    student, judge, bind, _ = linked
+
+    def build(arch):
+        return [dsl.compile(simple_gemm.gemm, *examples(), arch=arch)]
+
+    student["build"] = build
+    bind("build")
+    (k,) = judge["build"]("sm_90a")
+    assert isinstance(k, answers.CompiledAnswer)
+    metas = [{"shape": [64, 32], "stride": [32, 1], "dtype": "float16", "address_mod": 0},
+             {"shape": [48, 32], "stride": [32, 1], "dtype": "float16", "address_mod": 0},
+             {"shape": [64, 48], "stride": [48, 1], "dtype": "float32", "address_mod": 256}]
+    reply = json.loads(answers.serve(student, json.dumps({
+        "id": 1, "name": "gemm", "kernel": k._handle, "args": answers.plain.encode([{answers.TENSOR_MARK: i} for i in range(3)]),
+        "kwargs": answers.plain.encode({}),
+        "record": {"arch": "sm_90a", "tensors": metas, "device_attributes": {str(a): v for a, v in H100_ATTRIBUTES.items()}}})))
+    (step,) = reply["plan"]["steps"]
+    assert step["op"] == "launch" and step["grid"] == [3, 4, 1]
+
+
+def test_a_handle_the_student_never_gave_or_a_fact_not_offered_is_refused(linked) -> None:
+    student, judge, bind, _ = linked
+    student["k"] = dsl.compile(simple_gemm.gemm, *examples(), arch="sm_90a")
+    bind("k")
+    forged = answers.CompiledAnswer(987654, "gemm")
+    with pytest.raises(answers.AnswerError, match="KeyError"):
+        forged.ptx
+    reply = json.loads(answers.serve(student, json.dumps({"id": 1, "kernel": judge["k"]._handle, "get": "fn",
+                                                           "args": answers.plain.encode([]),
+                                                           "kwargs": answers.plain.encode({})})))
+    assert reply["error"] == "ValueError" and "not 'fn'" in reply["message"]
+
+
+def test_a_mark_that_is_not_a_handle_stays_plain_data() -> None:
+    for data in ({answers.KERNEL_MARK: {"handle": True}}, {answers.KERNEL_MARK: {"handle": -1}},
+                 {answers.KERNEL_MARK: "x"}, {answers.KERNEL_MARK: {"handle": 1}, "other": 2}):
+        judge: dict = {}
+        answers.bind(judge, json.dumps({"v": {"kind": "value", "data": answers.plain.encode(data)}}))
+        assert not isinstance(judge["v"], answers.CompiledAnswer)
+
+
+def test_a_value_the_judges_test_rebinds_is_what_the_students_compile_reads(linked, monkeypatch) -> None:
+    """07's hidden test varies the stage count the student's DSL function reads: in the judge it rebinds the
+    value, and the student's kernel compiles with the judge's value, then restores its own."""
+    student, judge, bind, sent = linked
+    student["STAGES"] = 2
+    student["jit_fn"] = simple_gemm.gemm
+    bind("STAGES", "jit_fn")
+    seen = []
+    monkeypatch.setattr(dsl, "compile", lambda fn, *a, **k: seen.append(student["STAGES"]) or 7)
+    judge["STAGES"] = 4
+    assert judge["jit_fn"].compile(torch.empty(2, 2), arch="sm_90a") == 7
+    assert seen == [4] and student["STAGES"] == 2
+    judge["STAGES"] = 2
+    judge["jit_fn"].compile(torch.empty(2, 2), arch="sm_90a")
+    assert seen == [4, 2] and sent[-1]["compile"]["values"] == {}
