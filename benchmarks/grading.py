@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -204,11 +205,29 @@ def bench_one(args, limits) -> None:
             if cell.status != "passed":
                 print(f"elementwise capstone, {cell.grade_id}: {cell.message[:300]}")
     print(table(rows, ["hand-in", "assignment", "score", "seconds", "tests not passed", "tests run in the student's process"]))
+    _print_slowest_cells(results)
     from gemmlab.gpu import device_name, has_gpu
 
     where = f"on one {device_name()}" if has_gpu() else "without a GPU (GPU cells only compile; the target is for an H100)"
     workers = f", {args.workers_per_gpu} notebooks at a time" if args.workers_per_gpu > 1 else ""
     print(f"one complete submission: {took:.1f} s {where}{workers} (target ≤ 180 s on one H100)\n")
+
+
+def _print_slowest_cells(results: dict[tuple[str, str], SubmissionResult], top: int = 15) -> None:
+    """With GEMMLAB_GRADE_PROFILE set (``--profile``): the cells that took longest, in either kernel."""
+    from autograder.harness.runner import PROFILE_ENV
+
+    if not os.environ.get(PROFILE_ENV):
+        return
+    took = []
+    for r in results.values():
+        for event in r.events:
+            where, _, said = event.partition(": took ")
+            if said:
+                seconds = [float(part.split(" s in the ")[0]) for part in said.split(", ")]
+                took.append((max(seconds), where, said))
+    rows = [[where, said] for _, where, said in sorted(took, reverse=True)[:top]]
+    print(table(rows, ["cell", "time"]))
 
 
 def _in_student(r: SubmissionResult) -> str:
@@ -383,9 +402,14 @@ def main() -> int:
                    help="the course to grade (its solutions/ and course/ folders; default: this repository's)")
     p.add_argument("--no-sandbox", action="store_true")
     p.add_argument("--cell-timeout", type=float, default=180)
+    p.add_argument("--profile", action="store_true", help="one: list the cells that took longest, in either kernel")
     p.add_argument("--hostile-every", type=int, default=5,
                    help="scale: every Nth submission is hostile (default 5: one in five)")
     args = p.parse_args()
+    if args.profile:
+        from autograder.harness.runner import PROFILE_ENV
+
+        os.environ[PROFILE_ENV] = "1"          # the workers inherit it
     args.assignments = args.assignments or sorted(d.name for d in (args.course_root / "solutions").iterdir()
                                                   if d.is_dir() and any(d.glob("*.ipynb")))
     if args.gpus:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import secrets
 import shutil
@@ -42,6 +43,8 @@ from .wellformed import clean_notebook, clean_outputs
 #: The judge's error name for a test that hands tensors to a student's function (see gemmlab.judge.answers).
 NEEDS_STUDENT = NeedsStudentProcess.__name__
 #: Evaluated in the judge before a cell: whether calls with tensors are recorded and replayed there.
+#: Set (to anything) to add how long each cell took in each kernel to the events: where a grade's time goes.
+PROFILE_ENV = "GEMMLAB_GRADE_PROFILE"
 RECORD_LAUNCHES = "__import__('gemmlab.judge.answers', fromlist=['record_launches']).record_launches({on})"
 
 #: Seconds the grader's bootstrap may take in a fresh kernel (imports gemmlab and torch; ~5 s):
@@ -343,6 +346,9 @@ class _NotebookGrader:
                     sides = ["student"]         # the test launches the student's code on tensors
                     runs = {"student": self._execute("student", index, cell, label)}
                 run = runs[sides[0]] if not graded else runs[sides[-1]]
+                if os.environ.get(PROFILE_ENV):
+                    self.events.append(f"{self.name}, {label}: took " +
+                                       ", ".join(f"{r.seconds:.1f} s in the {side} kernel" for side, r in runs.items()))
                 shown, published = take_published(clean_outputs(run.outputs))
                 run.outputs = shown
                 cell.outputs = shown
