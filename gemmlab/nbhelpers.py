@@ -27,7 +27,7 @@ from .judge.answers import Answer, DslAnswer
 __all__ = [
     "FALLBACK_ARCH", "H100_ILLUSTRATION", "OPTION_NAMES", "STUB_MARK",
     "VALIDATING_ENV", "CheckFailed", "ExerciseNotDone", "GpuTestNotChecked", "Session",
-    "arch", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_padded",
+    "arch", "ask", "ask_each", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_padded",
     "function_done", "gemm_operands", "gpu_graded", "gpu_or_compile_only", "require_correct", "require_correct_nn",
     "require_source_done", "setup", "show", "source_done", "unchecked_points", "unchecked_summary",
 ]
@@ -178,6 +178,14 @@ def ask(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         name = getattr(fn, "__name__", "this exercise's function")
         raise ExerciseNotDone(f"{name} is not written yet: replace the placeholder (`{STUB_MARK}`) in its cell, "
                               "run that cell, then this one.") from None
+
+
+def ask_each(fn: Callable[..., Any], calls: list[tuple]) -> list[Any]:
+    """``[ask(fn, *args) for args in calls]``: where ``fn`` is the student's function seen from the grader's judge,
+    in one round trip to the student's kernel (a check that asks about every element of a tile)."""
+    if isinstance(fn, Answer):
+        return fn.each([tuple(args) for args in calls])
+    return [ask(fn, *args) for args in calls]
 
 
 def source_done(source: str) -> bool:

@@ -24,6 +24,7 @@ SOLUTIONS = ROOT / "solutions"
 META, KEY = "gemmlab", "needs_gpu"   # the grader's convention: autograder.harness.assemble.NEEDS_GPU
 ARCH_KEY = "needs_arch"              # autograder.harness.assemble.NEEDS_ARCH
 JUDGED_KEY = "judged"                # autograder.harness.assemble.JUDGED
+JUDGE_ONLY_KEY = "judge_only"        # autograder.harness.assemble.JUDGE_ONLY
 
 #: Per notebook, the graded cells whose points need the kernel to run on a GPU (correctness and speed).
 #: Not listed: layout, index and PTX-only tests, 07's sm_100a compile test (test_bw_tile) and
@@ -69,6 +70,14 @@ JUDGED_TESTS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Per notebook with judged tests, instructor cells that run in the judge alone when graded: nothing the student's
+#: kernel runs after them reads what they define (tests/autograder/test_routing.py checks it), and they are costly
+#: (05 compiles its C++ variants; the judge compiles them anyway to run them).
+JUDGE_ONLY_CELLS: dict[str, tuple[str, ...]] = {
+    "05_global_gemm": ("build_cpp", "cpp_variants_slow"),
+}
+
+
 class MarkError(RuntimeError):
     """The list and the notebook disagree; the message names the notebook and the grade_id."""
 
@@ -78,7 +87,7 @@ def _grade_id(cell: dict) -> str:
 
 
 def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str] | None = None,
-           judged: tuple[str, ...] = ()) -> dict:
+           judged: tuple[str, ...] = (), judge_only: tuple[str, ...] = ()) -> dict:
     """``nb`` with ``needs_gpu`` set on exactly the graded cells in ``wanted``, ``needs_arch`` on those
     in ``arches`` and ``judged`` on those in ``judged`` (each removed elsewhere)."""
     arches = arches or {}
@@ -87,15 +96,21 @@ def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str]
     found = {_grade_id(c): c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
     if stray := [g for g in judged if g not in found]:
         raise MarkError(f"{where}: no graded cell {', '.join(stray)} to judge: update JUDGED_TESTS in tools/mark_gpu_cells.py")
+    others = {_grade_id(c): c for c in nb["cells"] if _grade_id(c) and _grade_id(c) not in found}
+    if stray := [g for g in judge_only if g not in others]:
+        raise MarkError(f"{where}: no ungraded instructor cell {', '.join(stray)} to run in the judge alone: update "
+                        "JUDGE_ONLY_CELLS in tools/mark_gpu_cells.py")
     if missing := [g for g in wanted if g not in found]:
         raise MarkError(f"{where}: no graded cell {', '.join(missing)}: update GPU_TESTS in tools/mark_gpu_cells.py")
     for cell in nb["cells"]:
         meta = cell.setdefault("metadata", {})
         mine = found.get(_grade_id(cell)) is cell
-        for key, value in ((KEY, True if _grade_id(cell) in wanted else None),
-                           (ARCH_KEY, arches.get(_grade_id(cell))),
-                           (JUDGED_KEY, True if _grade_id(cell) in judged else None)):
-            if mine and value is not None:
+        other = others.get(_grade_id(cell)) is cell
+        for key, value, ours in ((KEY, True if _grade_id(cell) in wanted else None, mine),
+                                 (ARCH_KEY, arches.get(_grade_id(cell)), mine),
+                                 (JUDGED_KEY, True if _grade_id(cell) in judged else None, mine),
+                                 (JUDGE_ONLY_KEY, True if _grade_id(cell) in judge_only else None, other)):
+            if ours and value is not None:
                 meta.setdefault(META, {})[key] = value
             elif key in meta.get(META, {}):
                 del meta[META][key]
@@ -105,10 +120,10 @@ def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str]
 
 
 def mark_file(path: Path, wanted: tuple[str, ...], check: bool, arches: dict[str, str] | None = None,
-              judged: tuple[str, ...] = ()) -> bool:
+              judged: tuple[str, ...] = (), judge_only: tuple[str, ...] = ()) -> bool:
     """Mark one notebook file (only if it changes); True when it was (or, with ``check``, would be) changed."""
     text = path.read_text()
-    nb = marked(json.loads(text), wanted, str(path.relative_to(path.parents[2])), arches, judged)
+    nb = marked(json.loads(text), wanted, str(path.relative_to(path.parents[2])), arches, judged, judge_only)
     new = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"   # as nbformat writes
     if json.loads(new) == json.loads(text):
         return False
@@ -125,7 +140,8 @@ def main(argv: list[str] | None = None, solutions: Path = SOLUTIONS) -> int:
     for assignment, wanted in GPU_TESTS.items():
         for path in sorted((solutions / assignment).glob("*.ipynb")):
             try:
-                if mark_file(path, wanted, args.check, ARCH_TESTS.get(assignment), JUDGED_TESTS.get(assignment, ())):
+                if mark_file(path, wanted, args.check, ARCH_TESTS.get(assignment), JUDGED_TESTS.get(assignment, ()),
+                             JUDGE_ONLY_CELLS.get(assignment, ())):
                     changed.append(path)
             except MarkError as err:
                 print(err, file=sys.stderr)

@@ -67,6 +67,17 @@ def judged_launches(cell) -> bool:
 #: Cell metadata key (``metadata[GEMMLAB_META][NEEDS_ARCH] = "sm_90"``): a GPU test that needs that GPU family.
 NEEDS_ARCH = "needs_arch"
 
+#: Cell metadata key (``metadata[GEMMLAB_META][JUDGE_ONLY] = true``): in a notebook with judged tests, an instructor
+#: cell that runs in the judge alone, as nothing the student's kernel runs later reads what it defines (05 compiles
+#: its C++ variants there: the student's kernel would compile them for nothing).
+JUDGE_ONLY = "judge_only"
+
+
+def judge_only(cell) -> bool:
+    """Whether the instructor marked this (non-test) cell to run in the judge alone when graded."""
+    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
+    return isinstance(meta, dict) and meta.get(JUDGE_ONLY) is True
+
 
 #: Cell metadata key (``metadata[GEMMLAB_META][FLAG] = [{"pattern": regex, "why": words}]``): code this
 #: answer cell should not contain (a library twin of what the exercise asks the student to

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 
-from .assemble import grade_id, is_answer, is_graded, judged_launches
+from .assemble import grade_id, is_answer, is_graded, judge_only, judged_launches
 
 #: Decorator names that make a function a CuTe DSL kernel or JIT function.
 DSL_DECORATORS = ("kernel", "jit")
@@ -195,7 +195,8 @@ def one_side_cells(source_nb) -> tuple[set[str], set[str]]:
     only in the student's process; what the cell defines reaches the judge as the student's answers do), or
     that define nothing a test or such a cell reads (a timing table, a self-check: the judge would only run
     it again). ``judge``: cells that use DSL answers and define what only judged tests read (05's
-    performance bars: timed once, by the judge). Every other cell runs in both kernels."""
+    performance bars: timed once, by the judge), and cells the instructor marked ``judge_only`` (05's C++
+    builds). Every other cell runs in both kernels."""
 
     deps_of = cell_dsl_dependencies(source_nb)
     candidates = [c for c, deps in zip(source_nb.cells, deps_of) if deps and c.cell_type == "code"
@@ -210,6 +211,8 @@ def one_side_cells(source_nb) -> tuple[set[str], set[str]]:
     read_outside_judge = read_by(lambda c: (is_graded(c) and not judged_launches(c)) or grade_id(c) in student)
     judge = {grade_id(c) for c in candidates
              if grade_id(c) not in student and not _public(defined_names(c.source)) & read_outside_judge}
+    judge |= {grade_id(c) for c in source_nb.cells if c.cell_type == "code" and judge_only(c) and grade_id(c)
+              and not is_graded(c) and not is_answer(c) and grade_id(c) not in student}
     return student, judge
 
 

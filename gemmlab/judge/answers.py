@@ -41,6 +41,8 @@ JUDGE_ENV = "GEMMLAB_JUDGE"
 ANSWER_FD_ENV = "GEMMLAB_ANSWER_FD"
 #: Longest answer reply the judge reads.
 MAX_REPLY_CHARS = plain.MAX_CHARS + 4096
+#: Most calls :meth:`Answer.each` sends in one request.
+MAX_CALLS_AT_ONCE = 1 << 16
 
 
 class AnswerError(JudgeError):
@@ -200,6 +202,11 @@ def _run_call(namespace: dict[str, Any], call: Any) -> dict[str, Any]:
                 result = _compile_call(fn, args, kwargs, call["compile"])
         elif "kernel" in call:
             result = _fact(fn, str(call.get("get", "")))
+        elif "each" in call:             # many calls of one function in one round trip (nbhelpers.ask_each)
+            calls = plain.decode(call["each"])
+            if not isinstance(calls, list) or len(calls) > MAX_CALLS_AT_ONCE:
+                raise ValueError(f"each: a list of at most {MAX_CALLS_AT_ONCE} argument lists")
+            result = [fn(*c) for c in calls]
         else:
             result = fn(*args, **kwargs)
     except BaseException as exc:  # noqa: BLE001 - the student's exception is data for the judge
@@ -513,6 +520,21 @@ class Answer:
                    "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where)}
         reply = _reply(self._name, channel(request))
         return _with_kernels(plain.decode(reply.get("result")))
+
+    def each(self, calls: list[tuple]) -> list[Any]:
+        """``[self(*args) for args in calls]`` in one round trip (positional plain-data arguments): a check that
+        asks about every element of a tile waits for one reply, not one per element."""
+        out: list[Any] = []
+        for start in range(0, len(calls), MAX_CALLS_AT_ONCE):
+            chunk = [list(args) for args in calls[start:start + MAX_CALLS_AT_ONCE]]
+            request = {"name": self._name, "each": plain.encode(chunk, f"the arguments of {self._name}"),
+                       "args": plain.encode([]), "kwargs": plain.encode({})}
+            results = _with_kernels(plain.decode(_reply(self._name, channel(request)).get("result")))
+            if not isinstance(results, list) or len(results) != len(chunk):
+                raise AnswerError(f"{self._name}(...): your notebook's kernel sent {type(results).__name__} where "
+                                  f"{len(chunk)} results were asked for.")
+            out += results
+        return out
 
 
 #: In the judge: the namespace the answers were last bound into, and each value answer's data as bound.

@@ -56,3 +56,26 @@ def test_every_test_of_a_dsl_answer_is_judged(assignment: str) -> None:
     marked = {grade_id(c) for c in nb.cells if judged_launches(c)}
     unjudged = sorted(gid for gid, deps in dsl_dependencies(nb).items() if deps and gid not in marked)
     assert not unjudged, f"{assignment}: tests of DSL answers not marked judged: {unjudged}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_cell_that_runs_in_the_judge_alone_defines_nothing_the_students_kernel_reads_later(assignment: str) -> None:
+    """A ``judge_only`` cell (05's C++ builds) does not run in the student's kernel when graded: no cell that runs
+    there after it (answer cells, cells that build DSL kernels, cells that run in both) may read what it defines."""
+    from autograder.harness.assemble import is_answer, is_graded, judge_only
+    from autograder.harness.routing import used_names
+
+    nb = _notebook(assignment)
+    on_student, on_judge = one_side_cells(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for i, cell in enumerate(code):
+        if not judge_only(cell):
+            continue
+        assert grade_id(cell) in on_judge and not is_graded(cell) and not is_answer(cell)
+        names = {n for n in defined_names(cell.source, imports=True) if not n.startswith("_")}
+        for later in code[i + 1:]:
+            runs_in_student = is_answer(later) or grade_id(later) in on_student or not (
+                is_graded(later) or grade_id(later) in on_judge)
+            assert not (runs_in_student and names & used_names(later.source)), (
+                f"{assignment}: {grade_id(cell)} runs in the judge alone, but {grade_id(later) or 'a cell'}, which "
+                f"runs in the student's kernel, reads {sorted(names & used_names(later.source))}")

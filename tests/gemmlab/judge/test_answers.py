@@ -207,3 +207,23 @@ def test_binding_the_answers_again_forgets_every_recorded_launch(linked) -> None
     answers._REPLAYS["stale"] = object()
     bind("f")
     assert answers._REPLAYS == {}
+
+
+def test_many_calls_cross_in_one_round_trip_and_stay_plain_data(linked, monkeypatch) -> None:
+    from gemmlab import nbhelpers
+
+    student, judge, bind = linked
+    student["owner"] = lambda m, n: (m % 4, n // 2)
+    student["cheat"] = lambda m, n: AlwaysEqual(1.0) if m else (0, 0)
+    bind("owner", "cheat")
+    sent = []
+    channel = answers.channel
+    monkeypatch.setattr(answers, "channel", lambda request: sent.append(request) or channel(request))
+    calls = [(m, n) for m in range(8) for n in range(8)]
+    assert nbhelpers.ask_each(judge["owner"], calls) == [(m % 4, n // 2) for m, n in calls] and len(sent) == 1
+    with pytest.raises(answers.AnswerError, match=r"cheat\(...\) returned\[8\] is a .*AlwaysEqual, not plain data"):
+        nbhelpers.ask_each(judge["cheat"], calls)
+    student["owner"] = lambda m, n: 1 / 0 if m == 3 else (0, 0)
+    with pytest.raises(answers.AnswerError, match="ZeroDivisionError"):
+        nbhelpers.ask_each(judge["owner"], calls)
+    assert nbhelpers.ask_each(lambda m, n: m + n, [(1, 2), (3, 4)]) == [3, 7]    # in the student's own notebook
