@@ -185,6 +185,7 @@ def test_tensorop_gemm_other_dtypes(dtype: torch.dtype, out_dtype: torch.dtype) 
     result.raise_if_failed()
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192)])
 def test_tensorop_gemm_bench_ratio_to_cublas(shape: tuple[int, int, int]) -> None:
     from tests.dsl_kernels import tensorop_gemm

@@ -76,6 +76,7 @@ def test_work_outside_the_kernel_never_reaches_the_judges_tensors(student, body,
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_replayed_capstone_times_like_the_capstone(student, capstone):
     """Not a speed target (benchmarks/solutions.py is): the replay adds no work to what is timed."""
     student.update(capstone)

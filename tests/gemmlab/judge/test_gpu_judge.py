@@ -45,6 +45,7 @@ def spec_of(source: str, name: str) -> KernelSpec:
     return KernelSpec(source, name, "tn", GRID, BLOCK, constants={"T": 16})
 
 
+@pytest.mark.timing
 def test_a_correct_kernel_is_checked_and_timed() -> None:
     check = judge(JudgeRequest(naive_spec(), shapes=SHAPES), timeout_s=300)
     assert check.verdict == "passed", check.error or check.check
