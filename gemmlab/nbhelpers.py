@@ -281,8 +281,20 @@ def require_correct(fn: Callable[..., Any], label: str, shapes: Any = None, hint
     if echo:
         print(f"{label}: {result}")
     if not result.passed:
-        raise CheckFailed(f"{label} is wrong on some shapes, see the table:\n{result}" + (f"\n{hint}" if hint else ""))
+        raise CheckFailed(f"{label} {_failed_how(result)}, see the table:\n{result}" + (f"\n{hint}" if hint else ""))
     return result
+
+
+def _failed_how(result: Any) -> str:
+    """How a failed check failed, for its headline: wrong results, or calls that raised or were refused (then the
+    first reason: e.g. the grader refusing a recorded call that computes with torch), never 'wrong' for those."""
+    failures = list(getattr(result, "failures", []) or [])
+    raised = [r for r in failures if not getattr(r, "n_bad", 0) and not getattr(r, "worst", None)]
+    if failures and len(raised) == len(failures):
+        reason = str(getattr(raised[0], "message", "")).strip().splitlines()
+        return (f"did not run on {len(raised)} of {len(result.rows)} shapes"
+                + (f" ({reason[0][:400]})" if reason else ""))
+    return "is wrong on some shapes"
 
 
 def require_correct_nn(fn: Callable[..., Any], label: str, shapes: Any, beta: float | None = None) -> Any:

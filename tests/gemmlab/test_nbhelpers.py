@@ -1,6 +1,7 @@
 """gemmlab.nbhelpers: the setup call, the option builds and the checks the course notebooks share."""
 from __future__ import annotations
 
+import math
 import types
 import warnings
 
@@ -9,6 +10,7 @@ import torch
 
 import gemmlab
 from gemmlab import nbhelpers as nbh
+from gemmlab.check import CheckResult, Row
 from gemmlab.errors import GemmlabError
 
 
@@ -142,3 +144,22 @@ def test_ask_turns_an_unwritten_exercise_into_one_sentence() -> None:
 
     with pytest.raises(ValueError, match="a real bug"):     # any other error is the student's to see
         nbh.ask(broken, 0)
+
+def _result(*rows: Row) -> CheckResult:
+    return CheckResult(list(rows), "tn", "float16", "float16", (128, 128), 1)
+
+
+def test_a_refused_call_is_not_called_wrong(monkeypatch) -> None:
+    refused = Row((64, 64, 64), False, math.nan, None, 0, True, True,
+                  "AnswerError: capstone_gemm(...) raised RecordingError: torch.ops.aten.mul refused")
+    monkeypatch.setattr("gemmlab.check_gemm", lambda *a, **k: _result(refused), raising=False)
+    with pytest.raises(nbh.CheckFailed, match=r"did not run on 1 of 1 shapes \(AnswerError: .*aten\.mul refused\)"):
+        nbh.require_correct(lambda *a: None, "capstone_gemm")
+
+
+def test_wrong_results_are_called_wrong(monkeypatch) -> None:
+    wrong = Row((64, 64, 64), False, 0.5, (0, 1, 2.0, 1.0), 10, True, True, "10 elements wrong")
+    ok = Row((32, 32, 32), True, 0.0, None, 0, True, True, "ok")
+    monkeypatch.setattr("gemmlab.check_gemm", lambda *a, **k: _result(ok, wrong), raising=False)
+    with pytest.raises(nbh.CheckFailed, match="is wrong on some shapes"):
+        nbh.require_correct(lambda *a: None, "gemm")
