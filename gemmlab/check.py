@@ -364,7 +364,8 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
 
     ``convention="tn"``: ``fn(A, B, D)`` computes D = A·Bᵀ (A M×K, B N×K, D M×N, all row-major).
     ``convention="nn"``: ``fn(A, B, C, alpha, beta)`` computes C = α·A·B + β·C (B is K×N);
-    ``beta`` defaults to 0.5 there so that reading C is tested.
+    ``beta`` defaults to 0.5 there so that reading C is tested; with ``beta=0`` C starts as NaN, as
+    BLAS does not read C then (a kernel that reads it anyway gets NaN, one that skips elements is caught).
     ``shapes``: a suite name (``"default"``, ``"aligned"``, ``"odd"``, ``"large"``) or a list
     of (M, N, K). ``tile`` only shapes the failure heatmap. ``device="cpu"`` runs plain-torch
     functions without a GPU. After ``gemmlab.connect(...)`` on a machine without a GPU the class's
@@ -437,12 +438,16 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     b.tensor.copy_(torch.randn(b.tensor.shape, generator=gen, device=dev))
     a_before, b_before = a.bits.clone(), b.bits.clone()
     out_bits = out.body_bits()
-    if convention == "tn":
+    # BLAS: with beta = 0, C is not read, so it starts as NaN (poisoned) and every element must be written.
+    poisoned = convention == "tn" or beta == 0.0
+    if poisoned:
         out.poison()
+    if convention == "tn":
         args: tuple = (a.tensor, b.tensor, out.tensor)
         c_in = None
     else:
-        out.tensor.copy_(torch.randn((M, N), generator=gen, device=dev))
+        if not poisoned:
+            out.tensor.copy_(torch.randn((M, N), generator=gen, device=dev))
         c_in = out.tensor.double().clone()
         c_bits_in = out_bits.clone()
         args = (a.tensor, b.tensor, out.tensor, alpha, beta)
@@ -464,7 +469,7 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
         a64, b64 = a.tensor.double(), b.tensor.double()
         ref = a64 @ (b64.T if convention == "tn" else b64)
         if convention == "nn":
-            ref = alpha * ref + beta * c_in
+            ref = alpha * ref + (beta * c_in if beta != 0.0 else 0.0)
     got = out.tensor.double()
 
     guards = {"out": out.guard_writes(), "A": a.guard_writes(), "B": b.guard_writes()}
@@ -478,16 +483,16 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     rel_tol, atol_f, rtol_d = _TOLERANCES[dtype_name(out_dtype)]
     scale = math.sqrt(K) * float(a64.pow(2).mean().sqrt()) * float(b64.pow(2).mean().sqrt())
     if convention == "nn":
-        scale = abs(alpha) * scale + abs(beta) * float(c_in.pow(2).mean().sqrt())
+        scale = abs(alpha) * scale + (abs(beta) * float(c_in.pow(2).mean().sqrt()) if beta != 0.0 else 0.0)
     atol_v = (atol_f if atol is None else atol) * max(scale, 1e-30)
     rtol_v = rtol_d if rtol is None else rtol
 
-    unwritten = out.unwritten() if convention == "tn" else torch.zeros_like(got, dtype=torch.bool)
+    unwritten = out.unwritten() if poisoned else torch.zeros_like(got, dtype=torch.bool)
     nonfinite = ~torch.isfinite(got) & ~unwritten
     diff = (got - ref).abs()
     bad = unwritten | nonfinite | ~(diff <= atol_v + rtol_v * ref.abs())
     stale = torch.zeros_like(bad)
-    if convention == "nn":
+    if convention == "nn" and not poisoned:
         stale = bad & (out_bits == c_bits_in) & ~nonfinite
     n_bad, n_unwritten, n_nonfinite, n_stale = (int(t.sum()) for t in (bad, unwritten, nonfinite, stale))
 
@@ -517,6 +522,9 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     message = "ok" if passed else _classify(
         shape, tile, n_unwritten, unwritten_where, n_nonfinite, n_bad, where, rel, rel_tol, dict(guards), changed,
         isinstance(returned, torch.Tensor), n_stale)
+    if not passed and convention == "nn" and beta == 0.0 and n_nonfinite:
+        message = (f"beta = 0, so C started as NaN (BLAS does not read C then) and {_n(n_nonfinite, 'element')} came "
+                   "out NaN: the kernel read C; skip reading it when beta == 0. " + message)
     return Row(shape, passed, rel, worst, n_bad, guard_ok, inputs_ok, message, n_unwritten, n_nonfinite,
                tile_fraction)
 

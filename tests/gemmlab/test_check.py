@@ -41,6 +41,25 @@ def test_nn_convention_reads_c():
     assert all(row.n_bad > 0 for row in bad.rows)
 
 
+def test_nn_with_beta_zero_starts_c_as_nan_so_reading_it_or_skipping_elements_fails():
+    """BLAS does not read C when beta is 0: a kernel that reads it anyway turns the poison into NaN, and one
+    that leaves elements alone leaves the poison there."""
+    def skips_beta_zero(A, B, C, alpha, beta):
+        out = alpha * (A.float() @ B.float())
+        C.copy_((out if beta == 0 else out + beta * C.float()).to(C.dtype))
+
+    assert check_gemm(skips_beta_zero, convention="nn", shapes=SHAPES, beta=0.0, device="cpu").passed
+    reads = check_gemm(good_nn, convention="nn", shapes=SHAPES, beta=0.0, device="cpu")
+    assert not reads.passed and all(row.n_nonfinite > 0 for row in reads.rows), str(reads)
+    assert "the kernel read C; skip reading it when beta == 0" in reads.rows[0].message
+
+    def half_written(A, B, C, alpha, beta):
+        C[: C.shape[0] // 2].copy_((alpha * (A.float() @ B.float()))[: C.shape[0] // 2].to(C.dtype))
+
+    partial = check_gemm(half_written, convention="nn", shapes=SHAPES, beta=0.0, device="cpu")
+    assert not partial.passed and all(row.n_unwritten > 0 for row in partial.rows), str(partial)
+
+
 def test_out_of_bounds_store_is_caught_by_guard_zone():
     def oob(A, B, D):
         good(A, B, D)
