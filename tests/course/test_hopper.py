@@ -28,7 +28,7 @@ def _cells(*grade_ids: str) -> dict:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells}
     ns: dict = {}
-    exec("import math, random, numpy as np, torch\nfrom gemmlab import layout as L, draw\n"
+    exec("import math, random, numpy as np, torch\nfrom gemmlab import layout as L, draw, nbhelpers as nbh\n"
          "import matplotlib\nmatplotlib.use('Agg')\n"
          "import matplotlib.pyplot as plt\nshow = plt.close", ns)
     for gid in grade_ids:

@@ -25,7 +25,7 @@ BW_SUPPORT_CELLS = ("pipeline_shapes", "build_bw", "bw_events", "bw_grid_check_h
 PREAMBLE = ("import math, random, re, inspect, numpy as np, torch\nimport matplotlib\nmatplotlib.use('Agg')\n"
             "import matplotlib.pyplot as plt\nfrom IPython.display import display\nimport gemmlab\n"
             "from gemmlab import layout as L, draw, nbhelpers as nbh\nshow = plt.close\n"
-            "GPU, ARCH, HOPPER = False, 'sm_90a', True\n")
+            "GPU, ARCH, HOPPER, BLACKWELL = False, 'sm_90a', True, False\n")
 
 
 def cells() -> dict[str, str]:
