@@ -52,10 +52,10 @@ ARCH_TESTS: dict[str, dict[str, str]] = {
 }
 
 
-#: Per notebook, tests of CuTe DSL kernels that the judge runs (GPU tests, and 09's build test): it records each launch of the student's
-#: functions in the student's kernel and replays it on its own tensors (gemmlab.judge.answers); the
-#: instructor's cells that build DSL kernels run in the student's kernel, and what they define (launchers,
-#: PTX counts) reaches the judge as answers do (autograder/harness/runner.py). A compiled kernel reaches it
+#: Per notebook, tests of CuTe DSL kernels that the judge runs (GPU tests, and 09's build test): it records
+#: each launch of the student's functions in the student's kernel and replays it on its own tensors
+#: (gemmlab.judge.answers); the instructor's cells that build DSL kernels run in the student's kernel, and
+#: what they define (launchers, compiled kernels) reaches the judge as answers do (autograder/harness/runner.py). A compiled kernel reaches it
 #: as a handle the student's kernel keeps (gemmlab.judge.answers.CompiledAnswer): its PTX is asked for, its
 #: launches recorded.
 JUDGED_TESTS: dict[str, tuple[str, ...]] = {
@@ -95,7 +95,8 @@ def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str]
         raise MarkError(f"{where}: {', '.join(stray)} need an architecture but are not GPU tests: update tools/mark_gpu_cells.py")
     found = {_grade_id(c): c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
     if stray := [g for g in judged if g not in found]:
-        raise MarkError(f"{where}: no graded cell {', '.join(stray)} to judge: update JUDGED_TESTS in tools/mark_gpu_cells.py")
+        raise MarkError(f"{where}: no graded cell {', '.join(stray)} to judge: update JUDGED_TESTS in "
+                        "tools/mark_gpu_cells.py")
     others = {_grade_id(c): c for c in nb["cells"] if _grade_id(c) and _grade_id(c) not in found}
     if stray := [g for g in judge_only if g not in others]:
         raise MarkError(f"{where}: no ungraded instructor cell {', '.join(stray)} to run in the judge alone: update "
