@@ -69,10 +69,12 @@ def describe(student: SandboxedKernel, names: list[str]) -> str:
                                                        for n in names})
 
 
-def bind_code(description: str, given: list[str] = ()) -> str:
-    """Code that binds the described names in the judge's namespace, then runs the instructor's ``given``
-    statements of the answer cells (each on its own: one that fails leaves the student's name bound)."""
-    lines = [_module_call("bind", description)]
+def bind_code(description: str, given: list[str] = (), names: list[str] | None = None) -> str:
+    """Code that binds the described names in the judge's namespace (only ``names``, those the grader asked the
+    student's kernel to describe: a forged description cannot rebind anything else), then runs the instructor's
+    ``given`` statements of the answer cells (each on its own: one that fails leaves the student's name bound)."""
+    lines = [f"__import__('gemmlab.judge.answers', fromlist=['bind']).bind(get_ipython().user_ns, {description!r}, "
+             f"{list(names) if names is not None else None!r})"]
     for code in given:
         body = "\n".join("    " + line for line in code.splitlines())
         lines.append(f"try:\n{body}\nexcept Exception:\n    pass")

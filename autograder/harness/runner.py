@@ -228,7 +228,7 @@ class _NotebookGrader:
         made = {n for n, info in self.described.items() if isinstance(info, dict)
                 and info.get("kind") in ("function", "opaque")}
         given = [code for gid in self.answered for names, code in self.given.get(gid, []) if set(names) <= made]
-        self.kernels.judge.execute(bind_code(description, given), timeout_s=DESCRIBE_S + 30 * len(given))
+        self.kernels.judge.execute(bind_code(description, given, self.answers), timeout_s=DESCRIBE_S + 30 * len(given))
         self.bound = True
 
     def _in_student(self, gid: str) -> bool:

@@ -109,21 +109,27 @@ def _is_compiled(value: Any) -> bool:
     return kind.__name__ == "DslKernel" and kind.__module__ == "gemmlab.dsl.core"
 
 
+#: First handle of this process: random, so a handle the judge kept from before a restart of the student's kernel
+#: names no kernel of the new one.
+_FIRST_HANDLE = 1 + int.from_bytes(os.urandom(4), "little") * 4096
+
+
 def _handle(kernel: Any) -> int:
     for handle, known in _KERNELS.items():
         if known is kernel:
             return handle
-    _KERNELS[len(_KERNELS) + 1] = kernel
-    return len(_KERNELS)
+    handle = _FIRST_HANDLE + len(_KERNELS)
+    _KERNELS[handle] = kernel
+    return handle
 
 
 def _with_handles(value: Any, depth: int = 0) -> Any:
     """``value`` with each compiled DSL kernel replaced by its handle's mark (student's side)."""
     if _is_compiled(value):
         return {KERNEL_MARK: {"handle": _handle(value), "name": str(value.name)}}
-    if isinstance(value, (list, tuple)) and depth < 8:
+    if type(value) in (list, tuple) and depth < 8:      # exact types: a subclass is left for plain.encode to refuse
         return type(value)(_with_handles(v, depth + 1) for v in value)
-    if isinstance(value, dict) and depth < 8:
+    if type(value) is dict and depth < 8:
         return {k: _with_handles(v, depth + 1) for k, v in value.items()}
     return value
 
@@ -215,6 +221,9 @@ def _run_call(namespace: dict[str, Any], call: Any) -> dict[str, Any]:
         return {"result": plain.encode(_with_handles(result), f"the value {name}(...) returned")}
     except plain.NotPlainData as exc:
         return {"error": "NotPlainData", "message": str(exc)}
+    except BaseException as exc:  # noqa: BLE001 - whatever the value does, the answering thread lives on
+        return {"error": "NotPlainData", "message": f"the value {name}(...) returned could not be read: "
+                                                    f"{type(exc).__name__}: {str(exc)[:500]}"}
 
 
 #: How a tensor argument of a recorded call is written in the request's arguments.
@@ -312,7 +321,11 @@ def serve_in_background(namespace: dict[str, Any]) -> bool:
 
     def loop() -> None:
         for line in _lines(sock):
-            sock.sendall(serve(namespace, line).encode() + b"\n")
+            try:
+                reply = serve(namespace, line)
+            except BaseException as exc:  # noqa: BLE001 - one bad call never ends the answering thread
+                reply = json.dumps({"error": type(exc).__name__, "message": str(exc)[:2000]})
+            sock.sendall(reply.encode() + b"\n")
 
     threading.Thread(target=loop, name="gemmlab-answers", daemon=True).start()
     return True
@@ -351,7 +364,11 @@ class SocketChannel:
             self._sock = socket.socket(fileno=int(fd))
         self._next += 1
         ident = self._next
-        self._sock.sendall(json.dumps({"id": ident, **request}, separators=(",", ":")).encode() + b"\n")
+        line = json.dumps({"id": ident, **request}, separators=(",", ":"))
+        if len(line) > MAX_REPLY_CHARS:      # the relay would drop it: say so now instead of waiting out the cell
+            raise AnswerError(f"{request.get('name', 'a call')}(...): its arguments take {len(line):,} characters; "
+                              f"at most {MAX_REPLY_CHARS:,} go to your notebook's kernel.")
+        self._sock.sendall(line.encode() + b"\n")
         while True:
             line = self._line()
             try:
@@ -425,7 +442,11 @@ def _request(name: str, args: tuple, kwargs: dict[str, Any], kernel: int | None)
     tensors: list[Any] = []
     marked_args, marked_kwargs = _marked(list(args), tensors), _marked({str(k): v for k, v in kwargs.items()}, tensors)
     where = f"the arguments of {name}"
-    request = {"name": name, "args": plain.encode(marked_args, where), "kwargs": plain.encode(marked_kwargs, where)}
+    try:
+        request = {"name": name, "args": plain.encode(marked_args, where),
+                   "kwargs": plain.encode(marked_kwargs, where)}
+    except plain.NotPlainData as exc:
+        raise AnswerError(f"{exc} Only tensors and plain values can be passed to your code.") from None
     if kernel is not None:
         request["kernel"] = kernel
     return request, tensors
@@ -485,18 +506,30 @@ def _with_kernels(value: Any, depth: int = 0) -> Any:
         handle = value[KERNEL_MARK].get("handle")
         if isinstance(handle, int) and not isinstance(handle, bool) and handle > 0:
             return CompiledAnswer(handle, str(value[KERNEL_MARK].get("name", "dsl_kernel"))[:100])
-    if isinstance(value, (list, tuple)) and depth < 8:
+    if type(value) in (list, tuple) and depth < 8:
         return type(value)(_with_kernels(v, depth + 1) for v in value)
-    if isinstance(value, dict) and depth < 8:
+    if type(value) is dict and depth < 8:
         return {k: _with_kernels(v, depth + 1) for k, v in value.items()}
     return value
 
 
-def _compiled(name: str, args: tuple, kwargs: dict[str, Any], how: dict[str, Any], kernel: int | None = None) -> Any:
+def _compiled(name: str, args: tuple, kwargs: dict[str, Any], how: dict[str, Any],
+              kernel: int | None = None) -> "CompiledAnswer":
     """Ask the student's kernel to compile ``name`` (or a new variant of a compiled kernel) for these examples."""
     request, tensors = _request(name, args, kwargs, kernel)
-    request["compile"] = {**how, "tensors": _metas(tensors)}
-    return _with_kernels(plain.decode(_reply(name, channel(request)).get("result")))
+    request["compile"] = {**how, "tensors": _metas(tensors), "values": _rebound_values()}
+    compiled = _with_kernels(_result(name, _reply(name, channel(request))))
+    if not isinstance(compiled, CompiledAnswer) or (kernel is not None and compiled._handle != kernel):
+        raise AnswerError(f"gemmlab.dsl.compile({name}, ...): your notebook's kernel sent back "
+                          f"{type(compiled).__name__}, not the compiled kernel.")
+    return compiled
+
+
+def _result(name: str, reply: dict[str, Any]) -> Any:
+    """The decoded ``result`` of a reply, or the AnswerError that says it had none."""
+    if "result" not in reply:
+        raise AnswerError(f"{name}(...): your notebook's kernel sent a reply without a result.")
+    return plain.decode(reply["result"])
 
 
 class Answer:
@@ -518,8 +551,7 @@ class Answer:
         where = f"the arguments of {self._name}"
         request = {"name": self._name, "args": plain.encode(list(args), where),
                    "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where)}
-        reply = _reply(self._name, channel(request))
-        return _with_kernels(plain.decode(reply.get("result")))
+        return _with_kernels(_result(self._name, _reply(self._name, channel(request))))
 
     def each(self, calls: list[tuple]) -> list[Any]:
         """``[self(*args) for args in calls]`` in one round trip (positional plain-data arguments): a check that
@@ -529,7 +561,7 @@ class Answer:
             chunk = [list(args) for args in calls[start:start + MAX_CALLS_AT_ONCE]]
             request = {"name": self._name, "each": plain.encode(chunk, f"the arguments of {self._name}"),
                        "args": plain.encode([]), "kwargs": plain.encode({})}
-            results = _with_kernels(plain.decode(_reply(self._name, channel(request)).get("result")))
+            results = _with_kernels(_result(self._name, _reply(self._name, channel(request))))
             if not isinstance(results, list) or len(results) != len(chunk):
                 raise AnswerError(f"{self._name}(...): your notebook's kernel sent {type(results).__name__} where "
                                   f"{len(chunk)} results were asked for.")
@@ -577,8 +609,7 @@ class DslAnswer:
                 dtypes: dict[str, Any] | None = None, min_align: int | None = None) -> "CompiledAnswer":
         """``gemmlab.dsl.compile`` in the judge: the student's kernel compiles it for probes of these examples."""
         how = {"arch": arch, "options": options or None, "min_align": min_align,
-               "dtypes": {str(k): str(v).replace("torch.", "") for k, v in (dtypes or {}).items()} or None,
-               "values": _rebound_values()}
+               "dtypes": {str(k): str(v).replace("torch.", "") for k, v in (dtypes or {}).items()} or None}
         return _compiled(self._name, example_args, {}, how)
 
 
@@ -613,7 +644,7 @@ class CompiledAnswer:
         if fact not in self._facts:
             request = {"name": self._name, "kernel": self._handle, "get": fact, "args": plain.encode([]),
                        "kwargs": plain.encode({})}
-            self._facts[fact] = plain.decode(_reply(self._name, channel(request)).get("result"))
+            self._facts[fact] = _result(self._name, _reply(self._name, channel(request)))
         return self._facts[fact]
 
     def _text(self, fact: str) -> str:
@@ -651,10 +682,14 @@ class CompiledAnswer:
         value = self._fact("resources")
         if value is None:
             return None
+        ints = isinstance(value, dict) and all(
+            type(v) is int or (k == "dynamic_smem_bytes" and v is None) for k, v in value.items())
         try:
+            if not ints:
+                raise TypeError
             return Resources(**value)
         except TypeError:
-            raise AnswerError(f"{self._name}: its resources came back malformed.") from None
+            raise AnswerError(f"{self._name}: its resources came back malformed (whole numbers expected).") from None
 
     def compile_for(self, *example_args: Any) -> "CompiledAnswer":
         """One more variant, compiled by the student's kernel for probes of these examples."""
@@ -684,8 +719,10 @@ class Opaque:
         return f"<{self._name}: not plain data>"
 
 
-def bind(namespace: dict[str, Any], description: str) -> list[str]:
-    """Bind the names :func:`describe` described into the judge's ``namespace``; the names bound."""
+def bind(namespace: dict[str, Any], description: str, names: list[str] | None = None) -> list[str]:
+    """Bind the names :func:`describe` described into the judge's ``namespace``; the names bound. With ``names``
+    (the grader's list of the student's answer names), any other name in the description is ignored: a forged
+    description cannot rebind the instructor's names (a helper, a flag such as 07's ``BLACKWELL``)."""
     try:
         described = json.loads(description)
     except ValueError:
@@ -695,8 +732,11 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
     _REPLAYS.clear()
     _BOUND["namespace"], _BOUND["values"] = namespace, {}
     bound = []
+    allowed = None if names is None else {n for n in names if isinstance(n, str)}
     for name, info in described.items():
         if not isinstance(name, str) or not name.isidentifier() or not isinstance(info, dict):
+            continue
+        if allowed is not None and name not in allowed:
             continue
         kind = info.get("kind")
         if kind == "missing":
@@ -705,7 +745,8 @@ def bind(namespace: dict[str, Any], description: str) -> list[str]:
         if kind == "value":
             try:
                 namespace[name] = _with_kernels(plain.decode(info.get("data")))
-                _BOUND["values"][name] = info.get("data")
+                if not name.startswith("_"):
+                    _BOUND["values"][name] = info.get("data")
             except plain.NotPlainData as exc:
                 namespace[name] = Opaque(name, f"{name}: {exc}")
         elif kind == "function":

@@ -122,10 +122,58 @@ def test_a_value_the_judges_test_rebinds_is_what_the_students_compile_reads(link
     student["jit_fn"] = simple_gemm.gemm
     bind("STAGES", "jit_fn")
     seen = []
-    monkeypatch.setattr(dsl, "compile", lambda fn, *a, **k: seen.append(student["STAGES"]) or 7)
+    real = dsl.compile
+    monkeypatch.setattr(dsl, "compile", lambda fn, *a, **k: seen.append(student["STAGES"]) or real(fn, *examples(),
+                                                                                                  arch="sm_90a"))
     judge["STAGES"] = 4
-    assert judge["jit_fn"].compile(torch.empty(2, 2), arch="sm_90a") == 7
+    assert isinstance(judge["jit_fn"].compile(torch.empty(2, 2), arch="sm_90a"), answers.CompiledAnswer)
     assert seen == [4] and student["STAGES"] == 2
     judge["STAGES"] = 2
     judge["jit_fn"].compile(torch.empty(2, 2), arch="sm_90a")
     assert seen == [4, 2] and sent[-1]["compile"]["values"] == {}
+    monkeypatch.setattr(dsl, "compile", lambda fn, *a, **k: "not a kernel")
+    with pytest.raises(answers.AnswerError, match="sent back str, not the compiled kernel"):
+        judge["jit_fn"].compile(torch.empty(2, 2), arch="sm_90a")
+
+
+def test_only_the_answer_names_are_bound_and_only_they_cross_back_when_rebound(linked, monkeypatch) -> None:
+    """A forged description naming the instructor's names (a flag, a helper) binds nothing; IPython's own
+    ``_i``/``_iN`` (cell sources, hidden tests included) never go to the student's kernel."""
+    student, judge, _, sent = linked
+    student["jit_fn"] = simple_gemm.gemm
+    forged = json.loads(answers.describe(student, ["jit_fn"]))
+    forged.update({"BLACKWELL": {"kind": "value", "data": answers.plain.encode(True)},
+                   "_i3": {"kind": "value", "data": answers.plain.encode(None)},
+                   "check": {"kind": "function"}})
+    judge.update(BLACKWELL=False, check=len)
+    answers.bind(judge, json.dumps(forged), ["jit_fn", "_i3"])
+    assert judge["BLACKWELL"] is False and judge["check"] is len and isinstance(judge["jit_fn"], answers.DslAnswer)
+    judge["_i3"] = "### BEGIN HIDDEN TESTS"
+    dsl.compile(judge["jit_fn"], *examples(), arch="sm_90a")
+    assert sent[-1]["compile"]["values"] == {}
+
+
+def test_what_comes_back_malformed_is_refused_with_a_sentence(linked, monkeypatch) -> None:
+    import collections
+
+    student, judge, bind, _ = linked
+    student["k"] = dsl.compile(simple_gemm.gemm, *examples(), arch="sm_90a")
+    student["pair"] = lambda: collections.namedtuple("P", "a b")(1, 2)
+    student["jit_fn"] = simple_gemm.gemm
+    bind("k", "pair", "jit_fn")
+    with pytest.raises(answers.AnswerError, match="not plain data"):    # the answering side survives it
+        judge["pair"]()
+    k = judge["k"]
+    k._facts["resources"] = {"registers": float("nan")}
+    with pytest.raises(answers.AnswerError, match="resources came back malformed"):
+        k.resources
+    monkeypatch.setattr(answers, "channel", lambda request: json.dumps({"id": 1}))
+    with pytest.raises(answers.AnswerError, match="a reply without a result"):
+        judge["pair"]()
+    with pytest.raises(answers.AnswerError, match="Only tensors and plain values"):
+        dsl.compile(judge["jit_fn"], torch.float16, arch="sm_90a")
+    channel = answers.SocketChannel()
+    channel._sock = object()                        # never reached: the request is refused before sending
+    monkeypatch.setattr(answers, "MAX_REPLY_CHARS", 1000)
+    with pytest.raises(answers.AnswerError, match="at most 1,000 go to your notebook's kernel"):
+        channel({"name": "f", "args": "x" * 2000})
