@@ -14,6 +14,7 @@ Prints three tables (run on a GPU machine with bubblewrap on PATH):
 
     python benchmarks/grading.py                          # all three
     python benchmarks/grading.py --only one --assignments 00_gpu_and_roofline
+    python benchmarks/grading.py --only one --workers-per-gpu 10 --profile   # and the slowest cells, per kernel
     python benchmarks/grading.py --only scale --students 5 --gpus 0,1 --workers-per-gpu 4 --mode both
     python benchmarks/grading.py --only hostile --students 50
 """
