@@ -25,6 +25,7 @@ META, KEY = "gemmlab", "needs_gpu"   # the grader's convention: autograder.harne
 ARCH_KEY = "needs_arch"              # autograder.harness.assemble.NEEDS_ARCH
 JUDGED_KEY = "judged"                # autograder.harness.assemble.JUDGED
 JUDGE_ONLY_KEY = "judge_only"        # autograder.harness.assemble.JUDGE_ONLY
+DISPLAY_ONLY_KEY = "display_only"    # autograder.harness.assemble.DISPLAY_ONLY
 
 #: Per notebook, the graded cells whose points need the kernel to run on a GPU (correctness and speed).
 #: Not listed: layout, index and PTX-only tests, 07's sm_100a compile test (test_bw_tile) and
@@ -75,6 +76,19 @@ JUDGED_TESTS: dict[str, tuple[str, ...]] = {
 #: (05 compiles its C++ variants; the judge compiles them anyway to run them).
 JUDGE_ONLY_CELLS: dict[str, tuple[str, ...]] = {
     "05_global_gemm": ("build_cpp", "cpp_variants_slow"),
+    "06_pipelining": ("build_cpp",),
+}
+
+
+#: Per notebook, instructor cells the grader runs in neither kernel: they only show something (timing tables, a
+#: deadlock demo, self-checks that the tests repeat), define no public name and change nothing another cell reads
+#: (tests/autograder/test_routing.py checks both), and cost a worker GPU and CPU time.
+DISPLAY_ONLY_CELLS: dict[str, tuple[str, ...]] = {
+    "04_mma": ("tile_check", "cta_bench"),
+    "06_pipelining": ("bench_more",),
+    "07_hopper": ("deadlock_demo", "ws_sass_check", "bench_steps"),
+    "08_cuda_ladder": ("seed_fault_run",),
+    "09_capstone": ("self_check", "self_speed"),
 }
 
 
@@ -87,9 +101,10 @@ def _grade_id(cell: dict) -> str:
 
 
 def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str] | None = None,
-           judged: tuple[str, ...] = (), judge_only: tuple[str, ...] = ()) -> dict:
+           judged: tuple[str, ...] = (), judge_only: tuple[str, ...] = (), display_only: tuple[str, ...] = ()) -> dict:
     """``nb`` with ``needs_gpu`` set on exactly the graded cells in ``wanted``, ``needs_arch`` on those
-    in ``arches`` and ``judged`` on those in ``judged`` (each removed elsewhere)."""
+    in ``arches`` and ``judged`` on those in ``judged``; ``judge_only`` and ``display_only`` on those ungraded
+    cells (each removed elsewhere)."""
     arches = arches or {}
     if stray := [g for g in arches if g not in wanted]:
         raise MarkError(f"{where}: {', '.join(stray)} need an architecture but are not GPU tests: update tools/mark_gpu_cells.py")
@@ -101,6 +116,9 @@ def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str]
     if stray := [g for g in judge_only if g not in others]:
         raise MarkError(f"{where}: no ungraded instructor cell {', '.join(stray)} to run in the judge alone: update "
                         "JUDGE_ONLY_CELLS in tools/mark_gpu_cells.py")
+    if stray := [g for g in display_only if g not in others or g in judge_only]:
+        raise MarkError(f"{where}: no ungraded instructor cell {', '.join(stray)} to leave unrun when graded (or it is "
+                        "also judge-only): update DISPLAY_ONLY_CELLS in tools/mark_gpu_cells.py")
     if missing := [g for g in wanted if g not in found]:
         raise MarkError(f"{where}: no graded cell {', '.join(missing)}: update GPU_TESTS in tools/mark_gpu_cells.py")
     for cell in nb["cells"]:
@@ -110,7 +128,8 @@ def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str]
         for key, value, ours in ((KEY, True if _grade_id(cell) in wanted else None, mine),
                                  (ARCH_KEY, arches.get(_grade_id(cell)), mine),
                                  (JUDGED_KEY, True if _grade_id(cell) in judged else None, mine),
-                                 (JUDGE_ONLY_KEY, True if _grade_id(cell) in judge_only else None, other)):
+                                 (JUDGE_ONLY_KEY, True if _grade_id(cell) in judge_only else None, other),
+                                 (DISPLAY_ONLY_KEY, True if _grade_id(cell) in display_only else None, other)):
             if ours and value is not None:
                 meta.setdefault(META, {})[key] = value
             elif key in meta.get(META, {}):
@@ -121,10 +140,11 @@ def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str]
 
 
 def mark_file(path: Path, wanted: tuple[str, ...], check: bool, arches: dict[str, str] | None = None,
-              judged: tuple[str, ...] = (), judge_only: tuple[str, ...] = ()) -> bool:
+              judged: tuple[str, ...] = (), judge_only: tuple[str, ...] = (), display_only: tuple[str, ...] = ()) -> bool:
     """Mark one notebook file (only if it changes); True when it was (or, with ``check``, would be) changed."""
     text = path.read_text()
-    nb = marked(json.loads(text), wanted, str(path.relative_to(path.parents[2])), arches, judged, judge_only)
+    nb = marked(json.loads(text), wanted, str(path.relative_to(path.parents[2])), arches, judged, judge_only,
+                display_only)
     new = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"   # as nbformat writes
     if json.loads(new) == json.loads(text):
         return False
@@ -142,7 +162,7 @@ def main(argv: list[str] | None = None, solutions: Path = SOLUTIONS) -> int:
         for path in sorted((solutions / assignment).glob("*.ipynb")):
             try:
                 if mark_file(path, wanted, args.check, ARCH_TESTS.get(assignment), JUDGED_TESTS.get(assignment, ()),
-                             JUDGE_ONLY_CELLS.get(assignment, ())):
+                             JUDGE_ONLY_CELLS.get(assignment, ()), DISPLAY_ONLY_CELLS.get(assignment, ())):
                     changed.append(path)
             except MarkError as err:
                 print(err, file=sys.stderr)

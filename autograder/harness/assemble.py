@@ -79,6 +79,18 @@ def judge_only(cell) -> bool:
     return isinstance(meta, dict) and meta.get(JUDGE_ONLY) is True
 
 
+#: Cell metadata key (``metadata[GEMMLAB_META][DISPLAY_ONLY] = true``): an instructor cell that only shows something
+#: (a timing table, an ncu measurement, a demo of a deadlock): the grader runs it in neither kernel, as no grade can
+#: depend on it and it costs a worker GPU and CPU time (07's deadlock demo holds the GPU for 30 s).
+DISPLAY_ONLY = "display_only"
+
+
+def display_only(cell) -> bool:
+    """Whether the instructor marked this (non-test) cell as one the grader does not run."""
+    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
+    return isinstance(meta, dict) and meta.get(DISPLAY_ONLY) is True
+
+
 #: Cell metadata key (``metadata[GEMMLAB_META][FLAG] = [{"pattern": regex, "why": words}]``): code this
 #: answer cell should not contain (a library twin of what the exercise asks the student to
 #: write). Matches are flagged for the instructor, not penalised: a call cannot be told from a copy.

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 
-from .assemble import grade_id, is_answer, is_graded, judge_only, judged_launches
+from .assemble import display_only, grade_id, is_answer, is_graded, judge_only, judged_launches
 
 #: Decorator names that make a function a CuTe DSL kernel or JIT function.
 DSL_DECORATORS = ("kernel", "jit")
@@ -154,6 +154,68 @@ def used_names(source: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} if tree else set()
 
 
+#: Method names that change the object they are called on (lists, dicts, sets).
+MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "remove",
+                              "discard", "add", "sort", "reverse", "__setitem__", "__delitem__"})
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _local_names(tree: ast.AST) -> set[str]:
+    """Names the code binds itself (assignments, loop targets, imports, definitions, parameters)."""
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            names |= {a.arg for a in [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs,
+                                      *filter(None, (n.args.vararg, n.args.kwarg))]}
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in n.names}
+    return names
+
+
+def _changed(tree: ast.AST) -> set[str]:
+    """Names whose objects the code changes in place or rebinds through ``global``, its own names excluded."""
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Global, ast.Nonlocal)):
+            out.update(n.names)
+            continue
+        targets = (n.targets if isinstance(n, (ast.Assign, ast.Delete)) else
+                   [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else [])
+        for target in targets:
+            for t in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
+                if isinstance(t, (ast.Subscript, ast.Attribute)) and (root := _root(t)):
+                    out.add(root)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MUTATING_METHODS:
+            if root := _root(n.func.value):
+                out.add(root)
+    globals_ = {name for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+    return {name for name in out if name in globals_ or name not in _local_names(tree)}
+
+
+def changes_outside(source_nb, cell) -> set[str]:
+    """The notebook's names whose objects this cell changes without defining them: item and attribute assignments,
+    mutating methods and ``global``, in the cell and in the notebook's functions it calls (one level). A cell the
+    grader may skip (``display_only``) must change none: a later cell could read the change."""
+    tree = _parse(cell.source)
+    if tree is None:
+        return set()
+    changed = _changed(tree)
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    for other in source_nb.cells:
+        other_tree = _parse(other.source) if other.cell_type == "code" and other is not cell else None
+        for node in (other_tree.body if other_tree else []):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in called:
+                changed |= _changed(node)
+    return changed
+
+
 def cell_dsl_dependencies(source_nb) -> list[frozenset[str]]:
     """For each cell of the instructor's notebook (by index): the DSL answer names it depends on (empty for an
     answer cell or a cell that uses none)."""
@@ -196,15 +258,16 @@ def one_side_cells(source_nb) -> tuple[set[str], set[str]]:
     that define nothing a test or such a cell reads (a timing table, a self-check: the judge would only run
     it again). ``judge``: cells that use DSL answers and define what only judged tests read (05's
     performance bars: timed once, by the judge), and cells the instructor marked ``judge_only`` (05's C++
-    builds). Every other cell runs in both kernels."""
+    builds). Cells marked ``display_only`` run in neither. Every other cell runs in both kernels."""
 
     deps_of = cell_dsl_dependencies(source_nb)
     candidates = [c for c, deps in zip(source_nb.cells, deps_of) if deps and c.cell_type == "code"
-                  and not is_graded(c) and not is_answer(c) and grade_id(c)]
+                  and not is_graded(c) and not is_answer(c) and grade_id(c) and not display_only(c)]
     student = {grade_id(c) for c in candidates if builds_dsl(c.source)}
 
-    def read_by(keep) -> set[str]:
-        return set().union(*(used_names(c.source) for c in source_nb.cells if c.cell_type == "code" and keep(c)))
+    def read_by(keep) -> set[str]:      # display-only cells are not run when graded: they read nothing then
+        return set().union(*(used_names(c.source) for c in source_nb.cells
+                             if c.cell_type == "code" and not display_only(c) and keep(c)))
 
     read = read_by(lambda c: is_graded(c) or grade_id(c) in student)
     student |= {grade_id(c) for c in candidates if not _public(defined_names(c.source)) & read}
@@ -216,5 +279,6 @@ def one_side_cells(source_nb) -> tuple[set[str], set[str]]:
     return student, judge
 
 
-__all__ = ["DSL_BUILDERS", "DSL_DECORATORS", "SOLUTION_MARKERS", "builds_dsl", "cell_dsl_dependencies", "defined_names", "one_side_cells", "dsl_dependencies", "dsl_names", "given_statements",
+__all__ = ["DSL_BUILDERS", "DSL_DECORATORS", "MUTATING_METHODS", "SOLUTION_MARKERS", "builds_dsl", "cell_dsl_dependencies",
+           "changes_outside", "defined_names", "one_side_cells", "dsl_dependencies", "dsl_names", "given_statements",
            "solution_lines", "used_names"]

@@ -31,7 +31,7 @@ from gemmlab.runtime.faults import classify
 
 from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult
 from . import inkernel
-from .assemble import (Assembled, answer_flags, assemble, grade_id, is_answer, is_graded, judged_launches, needs_arch,
+from .assemble import (Assembled, answer_flags, assemble, display_only, grade_id, is_answer, is_graded, judged_launches, needs_arch,
                        needs_gpu, notebook_needs_gpu)
 from .device import gpu_arch, missing_gpu
 from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, JUDGE_KERNEL_ENV, STUDENT_SERVER, AnswerRelay, bind_code, describe
@@ -158,6 +158,11 @@ class _Kernels:
         self.relay.close()
 
 
+#: The output of an instructor cell that only shows something, in the graded notebook (assemble.DISPLAY_ONLY).
+NOT_RUN_WHEN_GRADED = ("Not run when graded: this cell only shows something (a timing, a demo, a self-check) and no "
+                       "grade depends on it. Run it in your own notebook to see it.\n")
+
+
 class _NotebookGrader:
     def __init__(self, name: str, built: Assembled, source: nbformat.NotebookNode, workdir: Path, gpu: str | None, no_gpu: str, limits: Limits, sandbox: bool, deadline: float,
                  events: list[str]) -> None:
@@ -182,6 +187,9 @@ class _NotebookGrader:
         self.judged = any(judged_launches(c) for c in source.cells)   # the notebook has judged launch tests
         # Where the instructor's other cells run in a notebook with judged tests (routing.one_side_cells).
         self.student_built, self.judge_only = one_side_cells(source) if self.judged else (set(), set())
+        # The instructor's cells that only show something: run in neither kernel (assemble.DISPLAY_ONLY).
+        self.display_only = {grade_id(c) for c in source.cells if c.cell_type == "code" and display_only(c)
+                             and grade_id(c) and not is_graded(c) and not is_answer(c)}
         self.recording: bool | None = None    # what the judge kernel was last told (None: not yet / restarted)
 
     # ------------------------------------------------------------ kernels
@@ -339,6 +347,9 @@ class _NotebookGrader:
                 if cell.cell_type != "code":
                     if graded:
                         grades.append(CellResult(self.name, gid, points, None, "manual", "graded by hand"))
+                    continue
+                if gid in self.display_only and not graded and not is_answer(cell) and not self.built.is_students(index):
+                    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=NOT_RUN_WHEN_GRADED)]
                     continue
                 sides = self._sides(index, cell)
                 runs = {side: self._execute(side, index, cell, label) for side in sides}

@@ -188,6 +188,50 @@ def test_a_test_for_another_gpu_family_is_not_graded_there(monkeypatch) -> None:
             assert by_id[GPU_TEST].score == 0 and "sm_90" in by_id[GPU_TEST].message and "sm_80" in by_id[GPU_TEST].message
 
 
+def _with_exiting_cell(nb: dict) -> dict:
+    """``nb`` with an instructor cell after its first code cell that ends the kernel it runs in."""
+    import copy
+
+    nb = copy.deepcopy(nb)
+    first = next(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code")
+    nb["cells"].insert(first + 1, {
+        "cell_type": "code", "execution_count": None, "id": "shows-only", "outputs": [],
+        "source": "import os as _os\n_os._exit(3)\n",
+        "metadata": {"nbgrader": {"grade": False, "grade_id": "shows_only", "locked": True, "schema_version": 3,
+                                  "solution": False, "task": False}}})
+    return nb
+
+
+@needs_bwrap
+def test_a_display_only_cell_runs_in_neither_kernel_when_graded() -> None:
+    """An instructor cell marked ``display_only`` is not run when graded. Here it would end the kernel: unmarked,
+    the grader restarts a kernel for it; marked, nothing happens, the grade is whole and the graded notebook says
+    the cell was not run."""
+    from autograder.harness.runner import NOT_RUN_WHEN_GRADED, grade_submission
+    from autograder.records import GradeJob, NotebookParts
+
+    name, source, release = gf.course_parts(A)
+    source, release = _with_exiting_cell(source), _with_exiting_cell(release)
+    for marked in (False, True):
+        src = mark_gpu_cells.marked(source, (), A, display_only=("shows_only",) if marked else ())
+        job = GradeJob("ann", A, "t", {name: NotebookParts(src, release, gf.solved(src, release))})
+        r = grade_submission(job)
+        ended = [e for e in r.events if "restarted" in e or "exit" in e.lower() or "died" in e]
+        if not marked:
+            assert ended, r.events
+            continue
+        assert not ended and r.score == r.max_score, (r.events, r.cells)
+        (cell,) = [c for c in r.executed[name]["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                   == "shows_only"]
+        assert "".join(o.get("text", "") for o in cell["outputs"]) == NOT_RUN_WHEN_GRADED
+
+
+def test_marking_display_only_needs_an_ungraded_instructor_cell() -> None:
+    _, source, _ = gf.course_parts(A)
+    with pytest.raises(mark_gpu_cells.MarkError, match="DISPLAY_ONLY_CELLS"):
+        mark_gpu_cells.marked(source, (), A, display_only=(GPU_TEST,))
+
+
 def test_marking_an_architecture_needs_a_gpu_test() -> None:
     _, source, _ = gf.course_parts(A)
     with pytest.raises(mark_gpu_cells.MarkError, match="not GPU tests"):
