@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+import operator
 import secrets
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -46,6 +47,9 @@ SUITES: dict[str, list[Shape]] = {
 # fp32 accumulation of fp16/bf16 products differs from an fp64 reference only by rounding
 # order (~1e-6); what dominates is rounding the result to the output type.
 # Measured on CPU: fp16 out ≈ 2.1e-4, bf16 out ≈ 1.7e-3; fp16 partial sums over K=8192 ≈ 1.6e-3 or worse.
+#: The most elements a check pads each row with (``check_gemm(pad=...)``): enough for any leading dimension a
+#: student's kernel could get wrong, small enough that padded operands stay near the unpadded size.
+MAX_PAD = 256
 _TOLERANCES = {"float32": (1e-4, 1e-4, 1e-4), "float16": (1e-3, 2e-3, 2e-3), "bfloat16": (1e-2, 1.6e-2, 1.6e-2)}
 
 @dataclass
@@ -307,10 +311,15 @@ def _edge_hint(shape: Shape, tile: tuple[int, int], where: str) -> str:
 
 def _classify(shape: Shape, tile: tuple[int, int], n_unwritten: int, unwritten_where: str, n_nonfinite: int,
               n_bad: int, where: str, rel: float, tol: float, guards: dict[str, tuple[int, int]],
-              changed_inputs: list[str], returned_tensor: bool, n_stale: int) -> str:
+              changed_inputs: list[str], returned_tensor: bool, n_stale: int, pad: int = 0,
+              padding_written: int = 0) -> str:
     """One sentence (or a few) saying what is wrong and where to look."""
     M, N, K = shape
     msgs = []
+    if padding_written:
+        msgs.append(f"{_n(padding_written, 'element')} in the padding of the output's rows were written (each row is "
+                    f"{N + pad} elements apart, {pad} more than N={N}): index rows with the leading dimension (ldc, "
+                    "the row stride), not N")
     out_before, out_after = guards.pop("out")
     if out_after:
         msgs.append(f"{_n(out_after, 'element')} outside the output were written (guard zone after D): "
@@ -344,7 +353,10 @@ def _classify(shape: Shape, tile: tuple[int, int], n_unwritten: int, unwritten_w
     wrong = n_bad - n_unwritten - n_nonfinite - n_stale
     if wrong > 0:
         hint = _edge_hint(shape, tile, where)
-        if where in ("in every output tile", "in the only output tile") and rel > 0.03:
+        if where in ("in every output tile", "in the only output tile") and rel > 0.03 and pad:
+            hint = (f"the rows are padded here ({pad} elements past each row's end): index A, B and C with their "
+                    "leading dimensions (lda, ldb, ldc: the row strides), not with K and N")
+        elif where in ("in every output tile", "in the only output tile") and rel > 0.03:
             hint = ("check the indexing and layouts (tn: D = A·Bᵀ with A M×K and B N×K, both K-contiguous; "
                     "nn: C = α·A·B + β·C with B K×N)")
         elif where in ("in every output tile", "in the only output tile"):
@@ -359,7 +371,7 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
                shapes: Any = None, alpha: float = 1.0, beta: float | None = None,
                tile: tuple[int, int] = (128, 128), atol: float | None = None, rtol: float | None = None,
                seed: int | None = None, device: str = "cuda", timeout_s: float | None = None,
-               forbid_library: bool | None = None) -> CheckResult:
+               forbid_library: bool | None = None, pad: int = 0, publish: bool = True) -> CheckResult:
     """Check ``fn`` against a float64 torch reference over a shape suite.
 
     ``convention="tn"``: ``fn(A, B, D)`` computes D = A·Bᵀ (A M×K, B N×K, D M×N, all row-major).
@@ -373,6 +385,10 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     ``forbid_library`` (default: on in the course's grader, see :func:`grading_mode`) fails a shape
     whose call ran any torch operator that computes (anything but allocation, views, copies, padding, joins and
     fills: torch.matmul and an elementwise product alike) or copied the inputs to the host.
+    ``pad``: each row of A, B and the output is that many elements longer than the matrix (the leading
+    dimensions lda, ldb, ldc exceed the widths, as BLAS allows): the kernel must index rows by their
+    strides, and the padding of the output's rows must be left alone. ``publish=False`` keeps the result out
+    of the grader's report (a check used as a probe, e.g. that a launcher refuses a shape, fails by design).
     """
     import torch
 
@@ -386,13 +402,20 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
         raise GemmlabError(f"out_dtype must be torch.float16, torch.bfloat16 or torch.float32, not {out_dtype}.")
     if beta is None:
         beta = 0.5 if convention == "nn" else 0.0
+    try:
+        whole = -1 if isinstance(pad, bool) else operator.index(pad)   # numpy integers too
+    except TypeError:
+        whole = -1
+    if not 0 <= whole <= MAX_PAD:
+        raise GemmlabError(f"pad is a whole number of elements from 0 to {MAX_PAD}, not {pad!r:.30}.")
+    pad = whole
     if device != "cpu":
         from .remote import pool_for_work
 
         pool = pool_for_work()
         if pool is not None:  # gemmlab.connect(...) on a machine without a GPU: the class's GPU pool checks it
             return pool.check_gemm(fn, convention, dtype, out_dtype, _suite(shapes), float(alpha), float(beta),
-                                   tuple(tile), atol=atol, rtol=rtol, seed=seed, timeout_s=timeout_s)
+                                   tuple(tile), atol=atol, rtol=rtol, seed=seed, timeout_s=timeout_s, pad=pad)
         require_gpu("check_gemm")
         dev = torch_device()
     else:
@@ -409,7 +432,7 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
             # Shape by shape, so that a timing by another grader on this GPU can take its turn between them.
             with shared_gpu_work() if on_gpu else nullcontext():
                 rows.append(_check_one(fn, shape, convention, dtype, out_dtype, float(alpha), float(beta), tile,
-                                       atol, rtol, gen, dev, timeout, forbid))
+                                       atol, rtol, gen, dev, timeout, forbid, pad))
         except (ContextLostError, KernelTimeoutError):
             raise
         except GemmlabError as exc:  # a rejected launch for this shape: record it, keep going
@@ -420,20 +443,20 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
                 raise
             raise translated from None
     result = CheckResult(rows, convention, dtype_name(dtype), dtype_name(out_dtype), tuple(tile), seed, str(dev))
-    if grading_mode():
+    if grading_mode() and publish:
         report.publish("check", result)
     return result
 
 
 def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any, out_dtype: Any, alpha: float,
                beta: float, tile: tuple[int, int], atol: float | None, rtol: float | None, gen: Any, dev: Any,
-               timeout: float, forbid: bool = False) -> Row:
+               timeout: float, forbid: bool = False, pad: int = 0) -> Row:
     import torch
 
     M, N, K = shape
-    a = GuardedMatrix((M, K), dtype, dev)
-    b = GuardedMatrix((N, K) if convention == "tn" else (K, N), dtype, dev)
-    out = GuardedMatrix((M, N), out_dtype, dev)
+    a = GuardedMatrix((M, K), dtype, dev, pad)
+    b = GuardedMatrix((N, K) if convention == "tn" else (K, N), dtype, dev, pad)
+    out = GuardedMatrix((M, N), out_dtype, dev, pad)
     a.tensor.copy_(torch.randn(a.tensor.shape, generator=gen, device=dev))
     b.tensor.copy_(torch.randn(b.tensor.shape, generator=gen, device=dev))
     a_before, b_before = a.bits.clone(), b.bits.clone()
@@ -473,9 +496,10 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     got = out.tensor.double()
 
     guards = {"out": out.guard_writes(), "A": a.guard_writes(), "B": b.guard_writes()}
-    guard_ok = guards["out"] == (0, 0)
-    a_changed = not torch.equal(a.bits[a.guard: a.guard + a.numel], a_before[a.guard: a.guard + a.numel])
-    b_changed = not torch.equal(b.bits[b.guard: b.guard + b.numel], b_before[b.guard: b.guard + b.numel])
+    padding_written = out.padding_writes()
+    guard_ok = guards["out"] == (0, 0) and not padding_written
+    a_changed = not torch.equal(a.bits[a.guard: a.guard + a.span], a_before[a.guard: a.guard + a.span])
+    b_changed = not torch.equal(b.bits[b.guard: b.guard + b.span], b_before[b.guard: b.guard + b.span])
     changed = [n for n, c in (("A", a_changed), ("B", b_changed)) if c]
     inputs_ok = not changed and guards["A"] == (0, 0) and guards["B"] == (0, 0)
 
@@ -521,7 +545,7 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     passed = guard_ok and inputs_ok and n_bad == 0 and rel <= rel_tol
     message = "ok" if passed else _classify(
         shape, tile, n_unwritten, unwritten_where, n_nonfinite, n_bad, where, rel, rel_tol, dict(guards), changed,
-        isinstance(returned, torch.Tensor), n_stale)
+        isinstance(returned, torch.Tensor), n_stale, pad, padding_written)
     if not passed and convention == "nn" and beta == 0.0 and n_nonfinite:
         message = (f"beta = 0, so C started as NaN (BLAS does not read C then) and {_n(n_nonfinite, 'element')} came "
                    "out NaN: the kernel read C; skip reading it when beta == 0. " + message)
@@ -544,4 +568,4 @@ def _tile_fraction(mask: Any, tile: tuple[int, int]) -> Any:
     return (counts / totals).cpu().numpy()
 
 
-__all__ = ["CheckResult", "Row", "SUITES", "check_gemm", "nonzero_tiles"]
+__all__ = ["MAX_PAD", "CheckResult", "Row", "SUITES", "check_gemm", "nonzero_tiles"]

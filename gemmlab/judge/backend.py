@@ -121,7 +121,7 @@ class GpuBackend:
         alpha = 1.0 if request.alpha is None else request.alpha
         return check_gemm(self._launcher, request.spec.convention, dtype, out_dtype, shapes_of(request), alpha,
                           request.beta, request.tile or (128, 128), timeout_s=request.limits.kernel_s,
-                          forbid_library=True)
+                          forbid_library=True, pad=request.pad or 0)
 
     def bench(self, request: JudgeRequest) -> BenchResult:
         from ..bench import bench_gemm

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..check import MAX_PAD
 from ..check import SUITES as _CHECK_SUITES
 from .errors import JudgeError
 from .spec import DslSpec, KernelSpec
@@ -114,8 +115,9 @@ class JudgeRequest:
     """One judgement: check ``spec``'s kernel on ``shapes`` (a list or a suite name), or time it on ``shape``.
 
     ``alpha``/``beta`` (None: ``check_gemm``'s and ``bench_gemm``'s defaults) and ``tile`` (the
-    heatmap's tile; None: ``check_gemm``'s) are passed on. A spec with recorded launches must
-    have one for every shape the request runs.
+    heatmap's tile; None: ``check_gemm``'s) are passed on, and so is a check's ``pad`` (rows of every
+    operand that many elements longer than the matrix; None: none). A spec with recorded launches must
+    have one for every shape the request runs, recorded on operands padded the same way.
     """
 
     spec: KernelSpec | DslSpec
@@ -128,6 +130,7 @@ class JudgeRequest:
     alpha: float | None = None
     beta: float | None = None
     tile: tuple[int, int] | None = None
+    pad: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, (KernelSpec, DslSpec)):
@@ -152,6 +155,11 @@ class JudgeRequest:
         object.__setattr__(self, "alpha", _scalar(self.alpha, "alpha"))
         object.__setattr__(self, "beta", _scalar(self.beta, "beta"))
         object.__setattr__(self, "tile", _tile(self.tile))
+        if self.pad is not None:
+            if isinstance(self.pad, bool) or not isinstance(self.pad, int) or not 0 <= self.pad <= MAX_PAD:
+                raise JudgeError(f"pad is a whole number of elements from 0 to {MAX_PAD} (or null), not {self.pad!r:.30}.")
+            if self.action != "check":
+                raise JudgeError("pad applies to checks only: a timing runs on unpadded operands, as bench_gemm does.")
         if self.spec.launches or isinstance(self.spec, DslSpec):
             for shape in self.run_shapes():
                 self.spec.launch_for(*shape)
@@ -163,11 +171,13 @@ class JudgeRequest:
         return list(_CHECK_SUITES[self.shapes]) if isinstance(self.shapes, str) else list(self.shapes)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe; alpha, beta and tile appear only when set, so older judges read the rest unchanged."""
+        """JSON-safe; alpha, beta, tile and pad appear only when set, so older judges read a request without them
+        unchanged (and refuse one with them: an older judge that ignored ``pad`` would run the recorded pitches on
+        unpadded operands)."""
         data = {"spec": self.spec.to_dict(), "action": self.action, "dtype": self.dtype, "out_dtype": self.out_dtype,
                 "shapes": self.shapes if isinstance(self.shapes, str) else [list(s) for s in self.shapes],
                 "shape": list(self.shape), "limits": self.limits.to_dict()}
-        for name in ("alpha", "beta", "tile"):
+        for name in ("alpha", "beta", "tile", "pad"):
             if getattr(self, name) is not None:
                 data[name] = list(self.tile) if name == "tile" else getattr(self, name)
         return data
@@ -180,7 +190,7 @@ class JudgeRequest:
         """The request :meth:`to_dict` wrote; any other value is a JudgeError saying what is wrong."""
         if not isinstance(data, dict):
             raise JudgeError(f"a judge request is a JSON object, not {type(data).__name__}.")
-        fields = ("spec", "action", "dtype", "out_dtype", "shapes", "shape", "limits", "alpha", "beta", "tile")
+        fields = ("spec", "action", "dtype", "out_dtype", "shapes", "shape", "limits", "alpha", "beta", "tile", "pad")
         unknown = sorted(str(k) for k in set(data) - set(fields))
         if unknown:
             raise JudgeError(f"unknown request field(s) {', '.join(unknown)[:120]}; known: {', '.join(fields)}."

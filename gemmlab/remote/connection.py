@@ -54,7 +54,7 @@ class Pool:
     def check_gemm(self, fn: Callable[..., Any], convention: str, dtype: Any, out_dtype: Any,
                    shapes: Sequence[tuple[int, int, int]], alpha: float, beta: float, tile: tuple[int, int],
                    **options: Any) -> CheckResult:
-        """:func:`gemmlab.check_gemm` on the pool (``options``: atol, rtol, seed, timeout_s)."""
+        """:func:`gemmlab.check_gemm` on the pool (``options``: atol, rtol, seed, timeout_s, pad)."""
         return remote_check(self, fn, convention, dtype, out_dtype, shapes, alpha, beta, tile, **options)
 
     def bench_gemm(self, fn: Callable[..., Any], shape: tuple[int, int, int], convention: str, dtype: Any,

@@ -79,8 +79,9 @@ def _dtypes(dtype: Any, out_dtype: Any) -> tuple[Any, Any]:
 def remote_check(pool: Judging, fn: Callable[..., Any], convention: str, dtype: Any, out_dtype: Any,
                  shapes: Sequence[Shape], alpha: float, beta: float, tile: tuple[int, int],
                  atol: float | None = None, rtol: float | None = None, seed: int | None = None,
-                 timeout_s: float | None = None) -> CheckResult:
-    """``check_gemm`` of ``fn`` on the pool: one recording per distinct shape, one request per kernel."""
+                 timeout_s: float | None = None, pad: int = 0) -> CheckResult:
+    """``check_gemm`` of ``fn`` on the pool: one recording per distinct shape, one request per kernel (``pad``:
+    every operand's rows that much longer, in the recording and in the judge's check)."""
     unsupported = [name for name, value in (("seed", seed), ("atol", atol), ("rtol", rtol)) if value is not None]
     if unsupported:
         raise PoolRequestError(f"check_gemm on the pool takes no {', '.join(unsupported)}: the pool draws its own "
@@ -90,13 +91,13 @@ def remote_check(pool: Judging, fn: Callable[..., Any], convention: str, dtype: 
     recorded: list[Recording | DslRecording] = []
     for shape in dict.fromkeys(tuple(s) for s in shapes):
         try:
-            recorded.append(record(fn, shape, convention, dtype, out_dtype, alpha, beta))
+            recorded.append(record(fn, shape, convention, dtype, out_dtype, alpha, beta, pad))
         except RecordingError:
             raise
         except GemmlabError as exc:  # the function refused this shape itself, as it would on a local GPU
             rows[shape] = Row(shape, False, math.nan, None, 0, True, True, f"{type(exc).__name__}: {exc}")
     replies = [pool.judge(request) for request in check_requests(
-        recorded, convention, dtype_name(dtype), dtype_name(out_dtype), alpha, beta, tile, _limits(timeout_s))]
+        recorded, convention, dtype_name(dtype), dtype_name(out_dtype), alpha, beta, tile, _limits(timeout_s), pad)]
     seed_used, device = 0, ""
     for reply in replies:
         if reply.report.verdict not in ("passed", "failed") or reply.report.check is None:

@@ -94,14 +94,18 @@ def kernel_calls() -> Iterator[list[KernelCall]]:
             Kernel.__call__ = launch  # type: ignore[method-assign]
 
 
-def stand_ins(shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any) -> tuple[Any, Any, Any]:
-    """``(A, B, out)`` on torch's meta device, laid out as check_gemm and bench_gemm lay out theirs (row-major)."""
+def stand_ins(shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any,
+              pad: int = 0) -> tuple[Any, Any, Any]:
+    """``(A, B, out)`` on torch's meta device, laid out as check_gemm and bench_gemm lay out theirs (row-major,
+    each row ``pad`` elements longer than the matrix when the check pads them)."""
     import torch
 
     M, N, K = shape
-    A = torch.empty((M, K), dtype=dtype, device="meta")
-    B = torch.empty((N, K) if convention == "tn" else (K, N), dtype=dtype, device="meta")
-    return A, B, torch.empty((M, N), dtype=out_dtype, device="meta")
+
+    def matrix(rows: int, cols: int, dt: Any) -> Any:
+        return torch.empty_strided((rows, cols), (cols + pad, 1), dtype=dt, device="meta")
+
+    return matrix(M, K, dtype), matrix(*((N, K) if convention == "tn" else (K, N)), dtype), matrix(M, N, out_dtype)
 
 
 def student_options(options: tuple[str, ...], arch: str) -> tuple[str, ...]:
@@ -135,16 +139,17 @@ def _argument(value: Any, position: int, operands: dict[int, str]) -> str | int 
     return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
-def _probes(shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any) -> list[Any]:
+def _probes(shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any, pad: int = 0) -> list[Any]:
     """The stand-ins as CPU tensors at distinct, aligned addresses (what a DSL recording relocates from)."""
     from ..dsl.recording import probe
 
-    return [probe(t.shape, t.stride(), t.dtype, 0) for t in stand_ins(shape, convention, dtype, out_dtype)]
+    return [probe(t.shape, t.stride(), t.dtype, 0) for t in stand_ins(shape, convention, dtype, out_dtype, pad)]
 
 
 def record(fn: Callable[..., Any], shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any,
-           alpha: float = 1.0, beta: float = 0.0) -> Recording | DslRecording:
-    """Call ``fn`` once on stand-ins of ``shape`` and return its launches as data.
+           alpha: float = 1.0, beta: float = 0.0, pad: int = 0) -> Recording | DslRecording:
+    """Call ``fn`` once on stand-ins of ``shape`` (rows padded by ``pad``, as the check will pad them) and return
+    its launches as data.
 
     A GemmlabError the function raises itself (a LaunchError of its own checks, a bad grid)
     passes through, as a local check reports it for that shape; anything that cannot be sent
@@ -155,7 +160,7 @@ def record(fn: Callable[..., Any], shape: tuple[int, int, int], convention: str,
     from ..dsl.recording import recording
     from ..kernel import Kernel
 
-    A, B, out = probes = _probes(shape, convention, dtype, out_dtype)
+    A, B, out = probes = _probes(shape, convention, dtype, out_dtype, pad)
     call_args = (A, B, out) if convention == "tn" else (A, B, out, alpha, beta)
     try:
         with kernel_calls() as calls, library_guard(True) as computed, \

@@ -52,10 +52,12 @@ def _shape(recording: Recording | DslRecording) -> tuple[int, int, int]:
 
 
 def check_requests(recordings: Sequence[Recording | DslRecording], convention: str, dtype: str, out_dtype: str,
-                   alpha: float, beta: float, tile: tuple[int, int], limits: JudgeLimits) -> list[JudgeRequest]:
-    """The check requests that together run every recorded shape."""
+                   alpha: float, beta: float, tile: tuple[int, int], limits: JudgeLimits,
+                   pad: int = 0) -> list[JudgeRequest]:
+    """The check requests that together run every recorded shape (recorded on rows padded by ``pad``)."""
     return [_request(_spec(group, convention), "check", dtype, out_dtype, limits, alpha, beta, tile,
-                     shapes=[_shape(r) for r in group]) for group in by_kernel(recordings)]
+                     shapes=[_shape(r) for r in group], **({"pad": pad} if pad else {}))
+            for group in by_kernel(recordings)]
 
 
 def bench_request(recording: Recording | DslRecording, convention: str, dtype: str, out_dtype: str, alpha: float,

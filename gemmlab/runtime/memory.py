@@ -41,27 +41,40 @@ class GuardedMatrix:
     """A row-major matrix living in the middle of a bigger buffer with sentinel-filled guard zones.
 
     ``tensor`` is what a kernel gets; ``bits`` is the whole buffer seen as integers;
-    :meth:`body_bits` is the matrix seen as integers.
+    :meth:`body_bits` is the matrix seen as integers. With ``pad`` each row is ``pad`` elements longer
+    than the matrix (a leading dimension of columns + pad, as BLAS allows); the padding holds the
+    sentinel too, so a kernel that ignores the row pitch writes where :meth:`padding_writes` sees it.
     """
 
-    def __init__(self, shape: tuple[int, int], dtype: Any, device: Any) -> None:
+    def __init__(self, shape: tuple[int, int], dtype: Any, device: Any, pad: int = 0) -> None:
         import torch
 
         self.shape = (int(shape[0]), int(shape[1]))
         self.dtype = dtype
+        self.pad = int(pad)
+        self.pitch = self.shape[1] + self.pad
         self.elem = torch.empty((), dtype=dtype).element_size()
         self.guard = GUARD_BYTES // self.elem
         self.numel = self.shape[0] * self.shape[1]
-        self.buffer = torch.empty(self.guard * 2 + self.numel, dtype=dtype, device=device)
+        self.span = self.shape[0] * self.pitch      #: elements from the first row to the last row's padding
+        self.buffer = torch.empty(self.guard * 2 + self.span, dtype=dtype, device=device)
         self.bits = self.buffer.view(int_view_dtype(self.elem))
         self.sentinel = as_signed(SENTINEL_BITS[self.elem], self.elem)
         self.bits[: self.guard].fill_(self.sentinel)
-        self.bits[self.guard + self.numel:].fill_(self.sentinel)
-        self.tensor = self.buffer[self.guard: self.guard + self.numel].view(self.shape)
+        self.bits[self.guard + self.span:].fill_(self.sentinel)
+        self._padding().fill_(self.sentinel)
+        self.tensor = self._rows(self.buffer)[:, : self.shape[1]]
+
+    def _rows(self, flat: Any) -> Any:
+        """The matrix's rows with their padding, as a (rows, pitch) view of the buffer ``flat`` (or its bits)."""
+        return flat[self.guard: self.guard + self.span].view(self.shape[0], self.pitch)
+
+    def _padding(self) -> Any:
+        return self._rows(self.bits)[:, self.shape[1]:]
 
     def body_bits(self) -> Any:
         """The matrix's elements as integers (a view: writes go through)."""
-        return self.bits[self.guard: self.guard + self.numel].view(self.shape)
+        return self._rows(self.bits)[:, : self.shape[1]]
 
     @property
     def poison_value(self) -> int:
@@ -79,8 +92,12 @@ class GuardedMatrix:
     def guard_writes(self) -> tuple[int, int]:
         """How many elements of the (before, after) guard zone no longer hold the sentinel."""
         before = int((self.bits[: self.guard] != self.sentinel).sum())
-        after = int((self.bits[self.guard + self.numel:] != self.sentinel).sum())
+        after = int((self.bits[self.guard + self.span:] != self.sentinel).sum())
         return before, after
+
+    def padding_writes(self) -> int:
+        """How many elements of the rows' padding no longer hold the sentinel (0 without padding)."""
+        return int((self._padding() != self.sentinel).sum()) if self.pad else 0
 
 
 __all__ = [

@@ -60,6 +60,31 @@ def test_nn_with_beta_zero_starts_c_as_nan_so_reading_it_or_skipping_elements_fa
     assert not partial.passed and all(row.n_unwritten > 0 for row in partial.rows), str(partial)
 
 
+def test_padded_rows_catch_a_kernel_that_ignores_the_pitch_or_writes_the_padding():
+    """``pad``: every operand's rows are longer than the matrix. A GEMM that indexes by its strides passes; one that
+    treats the operands as packed reads the wrong elements, and one that writes whole padded rows of C is told so."""
+    assert check_gemm(good_nn, convention="nn", shapes=SHAPES, pad=3, device="cpu").passed
+
+    def packed(A, B, C, alpha, beta):   # reads and writes as if each row were exactly K (or N) long
+        flat = lambda t: torch.as_strided(t, (t.shape[0] * t.shape[1],), (1,)).view(t.shape)  # noqa: E731
+        C_, A_, B_ = flat(C), flat(A), flat(B)
+        C_.copy_((alpha * (A_.float() @ B_.float()) + beta * C_.float()).to(C.dtype))
+
+    wrong = check_gemm(packed, convention="nn", shapes=[(64, 48, 32)], pad=8, device="cpu")
+    assert not wrong.passed and "leading dimensions" in wrong.rows[0].message, str(wrong)
+
+    def writes_padding(A, B, C, alpha, beta):
+        good_nn(A, B, C, alpha, beta)
+        torch.as_strided(C, (C.shape[0], C.stride(0)), (C.stride(0), 1)).select(1, -1).fill_(0)
+
+    spilled = check_gemm(writes_padding, convention="nn", shapes=[(64, 48, 32)], pad=8, device="cpu")
+    assert not spilled.passed and not spilled.rows[0].guard_ok, str(spilled)
+    assert "64 elements in the padding of the output's rows were written" in spilled.rows[0].message
+    for bad in (-1, 257, 1.5, True):
+        with pytest.raises(GemmlabError, match="pad is a whole number"):
+            check_gemm(good_nn, convention="nn", shapes=SHAPES, pad=bad, device="cpu")
+
+
 def test_out_of_bounds_store_is_caught_by_guard_zone():
     def oob(A, B, D):
         good(A, B, D)

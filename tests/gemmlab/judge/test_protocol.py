@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from gemmlab.check import MAX_PAD
 from gemmlab.judge import JudgeError, JudgeLimits, JudgeReport, JudgeRequest
 from gemmlab.judge.protocol import MAX_COMPILE_S, MAX_DIMENSION, MAX_REQUEST_BYTES, MAX_SHAPES
 
@@ -64,6 +65,12 @@ def test_malformed_and_oversized_requests_are_refused(raw: bytes, message: str) 
     (dict(limits={"compile_s": "10"}), "compile_s"),
     (dict(limits={"memory": 10}), "limits are an object"),
     (dict(spec="__global__ void k() {}"), "kernel spec is a JSON object"),
+    (dict(pad=-1), "pad is a whole number"),
+    (dict(pad=MAX_PAD + 1), "pad is a whole number"),
+    (dict(pad=True), "pad is a whole number"),
+    (dict(pad=2.5), "pad is a whole number"),
+    (dict(pad="8"), "pad is a whole number"),
+    (dict(pad=8, action="bench"), "pad applies to checks only"),
 ])
 def test_hostile_fields_are_refused_with_the_reason(changes: dict, message: str) -> None:
     with pytest.raises(JudgeError, match=message):
@@ -88,3 +95,9 @@ def test_report_round_trips_and_rejects_anything_else() -> None:
                 json.dumps({**report.to_dict(), "error": 5}).encode()):
         with pytest.raises(JudgeError):
             JudgeReport.from_json(raw)
+
+
+def test_a_checks_padding_crosses_and_is_left_out_when_unset() -> None:
+    padded = JudgeRequest.from_json(json.dumps(request_dict(pad=8)))
+    assert padded.pad == 8 and json.loads(padded.to_json())["pad"] == 8
+    assert "pad" not in json.loads(JudgeRequest.from_json(json.dumps(request_dict())).to_json())

@@ -36,6 +36,18 @@ def test_an_nn_launch_records_pitches_and_the_scalars_it_was_called_with() -> No
     assert r.launch.grid == (3, 13, 1) and r.launch.block == (32, 8, 1)
 
 
+def test_a_padded_check_records_the_pitches_of_padded_rows_and_sends_the_padding() -> None:
+    """check_padded on the pool: the launch is recorded on stand-ins whose rows are ``pad`` longer (so the kernel is
+    handed lda = K + pad, ...), and the request tells the judge to pad its operands the same way."""
+    r = record(nn_launcher(), (100, 70, 30), "nn", F16, F16, alpha=0.5, beta=0.25, pad=3)
+    assert r.launch.args == ("A", "B", "out", 100, 70, 30, 33, 73, 73, 0.5, 0.25)
+    (request,) = check_requests([r], "nn", "float16", "float16", 0.5, 0.25, (128, 128), JudgeLimits(), pad=3)
+    assert JudgeRequest.from_json(request.to_json()).pad == 3
+    (unpadded,) = check_requests([record(nn_launcher(), (100, 70, 30), "nn", F16, F16)], "nn", "float16",
+                                 "float16", 1.0, 0.0, (128, 128), JudgeLimits())
+    assert unpadded.pad is None
+
+
 def test_recording_launches_nothing_and_restores_the_kernel_call() -> None:
     call = Kernel.__dict__["__call__"]
     record(tn_launcher(tn_kernel()), (16, 16, 16), "tn", F16, F16)
