@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import os
 import random
+import re
 import warnings
 from typing import Any, Callable, NamedTuple, TypeVar
 
@@ -28,8 +29,8 @@ __all__ = [
     "FALLBACK_ARCH", "H100_ILLUSTRATION", "OPTION_NAMES", "STUB_MARK",
     "VALIDATING_ENV", "CheckFailed", "ExerciseNotDone", "GpuTestNotChecked", "Session",
     "arch", "ask", "ask_each", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_padded",
-    "function_done", "gemm_operands", "gpu_graded", "gpu_or_compile_only", "require_correct", "require_correct_nn",
-    "require_source_done", "setup", "show", "source_done", "unchecked_points", "unchecked_summary",
+    "function_done", "gemm_operands", "gpu_graded", "gpu_or_compile_only", "require_correct", "require_correct_nn", "require_refused",
+    "require_source_done", "setup", "show", "source_done", "unchecked_points", "unchecked_summary", "uses_pool",
 ]
 
 #: The arch kernels are compiled for when there is no GPU to ask (the course targets H100).
@@ -94,9 +95,27 @@ def show(fig: Any) -> None:
     plt.close(fig)
 
 
-def gpu_or_compile_only(what: str) -> bool:
-    """True if a GPU can run ``what``; otherwise print why this cell only compiles."""
+def uses_pool() -> bool:
+    """Whether ``check_gemm`` and ``bench_gemm`` run on the class's GPU pool here: no GPU on this machine and
+    ``gemmlab.connect`` (or ``GEMMLAB_POOL``) on. Never in the grader, which grades on its own GPU."""
+    from .remote import pool_for_work
+
+    return pool_for_work() is not None
+
+
+def _pool_runs_it(pool: bool) -> bool:
+    """Whether the class's GPU pool runs this cell's GPU work: the cell says all of it is ``check_gemm``,
+    ``bench_gemm`` or helpers built on them (``pool=True``) and :func:`uses_pool`."""
+    return pool and uses_pool()
+
+
+def gpu_or_compile_only(what: str, pool: bool = False) -> bool:
+    """True if a GPU can run ``what`` (here, or the class's pool when ``pool`` says the cell's GPU work is all
+    check_gemm and bench_gemm); otherwise print why this cell only compiles."""
     if has_gpu():
+        return True
+    if _pool_runs_it(pool):
+        print(f"No GPU here: {what} runs on the class's GPU pool.")
         return True
     print(f"No GPU on this machine: {what} was compiled for {FALLBACK_ARCH} but not run. "
           "On a GPU machine this cell runs it and checks the result.")
@@ -118,13 +137,19 @@ class GpuTestNotChecked(GemmlabError, AssertionError):
 VALIDATING_ENV = "NBGRADER_VALIDATING"
 
 
-def gpu_graded(points: int, what: str) -> bool:
-    """True where a GPU runs this graded test. Elsewhere say plainly that its ``points`` are not
-    checked, and count them for ``unchecked_summary``. Under nbgrader's Validate the test fails
-    instead (:class:`GpuTestNotChecked`), with that message: Validate shows only failures, and would
-    report "Success" for a test that checked nothing of the kernel."""
+def gpu_graded(points: int, what: str, pool: bool = False) -> bool:
+    """True where a GPU runs this graded test: here, or the class's pool after ``gemmlab.connect`` for a test
+    whose GPU work is all check_gemm and bench_gemm (``pool=True``; the tests shown to students, the grader's
+    hidden ones still need a GPU here). Elsewhere say plainly that its ``points`` are not checked, and count
+    them for ``unchecked_summary``. Under nbgrader's Validate the test fails instead
+    (:class:`GpuTestNotChecked`), with that message: Validate shows only failures, and would report "Success"
+    for a test that checked nothing of the kernel."""
     if has_gpu():
         _UNCHECKED.pop(what, None)
+        return True
+    if _pool_runs_it(pool):
+        _UNCHECKED.pop(what, None)
+        print(f"No GPU here: {what} runs on the class's GPU pool (the results name its GPU).")
         return True
     _UNCHECKED[what] = points
     head = f"NOT CHECKED ({points} point{'s' if points != 1 else ''}): {what} needs a GPU"
@@ -164,9 +189,10 @@ def _shared_gpu_note() -> str:
 
     if getattr(gemmlab, "connect", None) is None:
         return ""
-    return (" If your class runs a shared GPU pool, `gemmlab.connect` lets you run `gemmlab.check_gemm` and "
-            "`gemmlab.bench_gemm` on C++ kernels there; the notebooks' own GPU tests, copy checks and CuTe DSL "
-            "kernels still need a local GPU (or the grader's).")
+    return (" If your class runs a shared GPU pool, `gemmlab.connect(url, token)` runs `gemmlab.check_gemm`, "
+            "`gemmlab.bench_gemm` and the GEMM correctness tests built on them there (C++ and CuTe DSL kernels); "
+            "tests that launch kernels themselves (copies, transposes, faults) still need a local GPU (or the "
+            "grader's).")
 
 
 def ask(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -285,6 +311,29 @@ def require_correct(fn: Callable[..., Any], label: str, shapes: Any = None, hint
     return result
 
 
+def require_refused(fn: Callable[..., Any], label: str, shape: tuple[int, int, int], what: str,
+                    convention: str = "nn") -> Any:
+    """That ``fn`` refuses ``shape`` with a LaunchError (its launcher's own check) rather than running: a kernel
+    that only handles whole tiles must say so, not read out of bounds. Asked through ``check_gemm``, so it runs
+    wherever checks run (a local GPU, the class's pool, the grader's judge); CheckFailed otherwise."""
+    import gemmlab
+
+    result = gemmlab.check_gemm(fn, convention, shapes=[shape], forbid_library=True, publish=False)
+    (row,) = result.rows
+    # "LaunchError: ..." where the launcher ran here; "AnswerError: f(...) raised LaunchError: ..." where the grader's
+    # judge called a launcher that lives in the student's process.
+    if not re.match(r"(LaunchError: |AnswerError: \S+\(\.\.\.\) raised LaunchError: )", row.message):
+        size = " x ".join(map(str, shape))
+        if row.passed:
+            how = f"accepted {size} (M x N x K) and ran correctly"
+        elif row.message.split(":", 1)[0].endswith("Error"):
+            how = f"did not refuse {size} (M x N x K) with a LaunchError but failed otherwise: {row.message[:300]}"
+        else:
+            how = f"accepted {size} (M x N x K) and ran: {row.message[:300]}"
+        raise CheckFailed(f"{label} {how}. Its launcher should refuse {what} with a gemmlab.LaunchError.")
+    return result
+
+
 def _failed_how(result: Any) -> str:
     """How a failed check failed, for its headline: wrong results, or calls that raised or were refused (then the
     first reason: e.g. the grader refusing a recorded call that computes with torch), never 'wrong' for those."""
@@ -326,37 +375,16 @@ def gemm_operands(A: Any, B: Any, C: Any, dtypes: tuple[Any, ...] | None = None)
     return M, N, K
 
 
-def check_beta_zero(fn: Callable[..., Any], label: str, M: int, N: int, K: int) -> None:
-    """An "nn" GEMM with beta = 0 on a C full of NaN: C must not be read, so no NaN may come out."""
-    import torch
-
-    A = torch.randn(M, K, device="cuda").half()
-    B = torch.randn(K, N, device="cuda").half()
-    C = torch.full((M, N), float("nan"), device="cuda").half()
-    fn(A, B, C, 1.0, 0.0)
-    torch.cuda.synchronize()
-    bad = int((~torch.isfinite(C)).sum())
-    if bad:
-        raise CheckFailed(f"{label}: with beta = 0 and C full of NaN, {bad} results are NaN/Inf at {M}x{N}x{K}: "
-                          "do not read C when beta == 0")
+def check_beta_zero(fn: Callable[..., Any], label: str, M: int, N: int, K: int) -> Any:
+    """An "nn" GEMM with beta = 0: ``check_gemm`` starts C as NaN (BLAS does not read C then), so a kernel
+    that reads C anyway, or skips an element, fails. Runs wherever check_gemm runs (a local GPU, the class's
+    pool, the grader's judge); CheckFailed with the table unless it passed."""
+    return require_correct(fn, f"{label} with beta = 0", [(M, N, K)], convention="nn", alpha=1.0, beta=0.0)
 
 
-def check_padded(fn: Callable[..., Any], label: str, M: int, N: int, K: int, pad: int) -> None:
-    """An "nn" GEMM on rows longer than the matrix (lda = K + pad, ...): the pitches must be used,
-    and the padding of C's rows left alone."""
-    import torch
-
-    A = torch.randn(M, K + pad, device="cuda").half()[:, :K]
-    B = torch.randn(K, N + pad, device="cuda").half()[:, :N]
-    Cbig = torch.randn(M, N + pad, device="cuda").half()
-    C = Cbig[:, :N]
-    ref = 0.5 * A.double() @ B.double() + 0.25 * C.double()
-    padding = Cbig[:, N:].clone()
-    fn(A, B, C, 0.5, 0.25)
-    torch.cuda.synchronize()
-    err = float((C.double() - ref).norm() / ref.norm())
-    if not err < 1e-3:
-        raise CheckFailed(f"{label}: relative error {err:.2e} at {M}x{N}x{K} with rows padded by {pad}: "
-                          "index rows with lda/ldb/ldc")
-    if not torch.equal(Cbig[:, N:], padding):
-        raise CheckFailed(f"{label}: wrote into the padding of C's rows at {M}x{N}x{K} (pad {pad})")
+def check_padded(fn: Callable[..., Any], label: str, M: int, N: int, K: int, pad: int) -> Any:
+    """An "nn" GEMM on rows ``pad`` elements longer than the matrix (lda = K + pad, ldb = ldc = N + pad): the
+    kernel must index rows by their pitches and leave the padding of C's rows alone (``check_gemm(pad=...)``,
+    so it runs wherever check_gemm runs); CheckFailed with the table unless it passed."""
+    return require_correct(fn, f"{label} with rows padded by {pad}", [(M, N, K)], convention="nn", alpha=0.5,
+                           beta=0.25, pad=pad)

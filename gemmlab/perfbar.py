@@ -146,9 +146,13 @@ def performance_bar(fn: Callable[..., Any], min_ratio: float, shape: tuple[int, 
 
     ``fn`` follows gemmlab's conventions (``fn(A, B, D)`` for "tn", ``fn(A, B, C, alpha, beta)``
     for "nn"); ``bench_kwargs`` go to :func:`gemmlab.bench_gemm` (``rep``, ``out_dtype``,
-    ``label``, ...). Needs a GPU (raises :class:`gemmlab.NoGPUError` without one).
+    ``label``, ...). Needs a GPU: this machine's, or the class's pool after ``gemmlab.connect`` (then
+    bench_gemm times it there); :class:`gemmlab.NoGPUError` without either.
     """
-    require_gpu("performance_bar")
+    from .remote import pool_for_work
+
+    if pool_for_work() is None:
+        require_gpu("performance_bar")
     try:
         bar = float(min_ratio)
     except (TypeError, ValueError):

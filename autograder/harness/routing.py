@@ -187,7 +187,7 @@ def _changed(tree: ast.AST) -> set[str]:
             out.update(n.names)
             continue
         targets = (n.targets if isinstance(n, (ast.Assign, ast.Delete)) else
-                   [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else [])
+                   [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)) else [])
         for target in targets:
             for t in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]):
                 if isinstance(t, (ast.Subscript, ast.Attribute)) and (root := _root(t)):
@@ -195,14 +195,19 @@ def _changed(tree: ast.AST) -> set[str]:
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MUTATING_METHODS:
             if root := _root(n.func.value):
                 out.add(root)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("setattr", "delattr") and n.args:
+            if root := _root(n.args[0]):
+                out.add(root)
     globals_ = {name for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
     return {name for name in out if name in globals_ or name not in _local_names(tree)}
 
 
 def changes_outside(source_nb, cell) -> set[str]:
     """The notebook's names whose objects this cell changes without defining them: item and attribute assignments,
-    mutating methods and ``global``, in the cell and in the notebook's functions it calls (one level). A cell the
-    grader may skip (``display_only``) must change none: a later cell could read the change."""
+    mutating methods, ``setattr`` and ``global``, in the cell and in the notebook's functions it calls (one level).
+    A cell the grader may skip (``display_only``) must change none: a later cell could read the change. A guard,
+    not a proof: an alias (``x = LADDER; x[k] = v``) or an object handed to a function that changes its parameter
+    escapes it, so display-only cells are chosen by hand and the solutions' GPU grading run must score full marks."""
     tree = _parse(cell.source)
     if tree is None:
         return set()

@@ -112,6 +112,8 @@ def test_a_cell_the_grader_skips_defines_and_changes_nothing_another_cell_reads(
     ("_t = {}\nfor _k in range(3):\n    _t[_k] = _k\nprint(_t)", set()),
     ("measure('a', fn)", {"LADDER"}),           # through the notebook's function it calls
     ("print(sorted(x for x in range(3)))", set()),
+    ("setattr(cfg, 'stages', 3)", {"cfg"}),
+    ("for LADDER['k'] in range(2):\n    pass", {"LADDER"}),
 ])
 def test_changes_outside_finds_what_a_cell_changes_without_defining_it(source: str, changed: set[str]) -> None:
     from autograder.harness.routing import changes_outside

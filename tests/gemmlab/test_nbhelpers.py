@@ -113,19 +113,33 @@ def _nn_gemm(A, B, C, alpha, beta) -> None:
     C.copy_((alpha * (A.float() @ B.float()) + beta * C.float()).half())
 
 
-@pytest.mark.gpu
-def test_nn_checks_pass_a_right_gemm_and_catch_the_classic_mistakes() -> None:
+def test_the_nn_helpers_are_check_gemm_calls_so_they_run_wherever_it_runs(monkeypatch) -> None:
+    """check_padded and check_beta_zero are check_gemm with ``pad`` and ``beta = 0`` (so they run on a local GPU,
+    the class's pool and the grader's judge alike), failing with the table. Here on the CPU, with torch allowed."""
+    import gemmlab
+    from gemmlab.check import check_gemm
+
+    calls = []
+
+    def on_cpu(fn, **kwargs):
+        calls.append(dict(kwargs))
+        assert kwargs.pop("forbid_library") is True      # as the grader checks
+        return check_gemm(fn, device="cpu", forbid_library=False, **kwargs)
+
+    monkeypatch.setattr(gemmlab, "check_gemm", on_cpu)
     nbh.check_padded(_nn_gemm, "torch", 129, 257, 77, 3)
+    assert calls[-1]["pad"] == 3 and calls[-1]["convention"] == "nn" and calls[-1]["shapes"] == [(129, 257, 77)]
     nbh.check_beta_zero(lambda A, B, C, a, b: _nn_gemm(A, B, C.zero_() if b == 0 else C, a, b), "torch", 65, 33, 17)
+    assert calls[-1]["beta"] == 0.0 and calls[-1]["shapes"] == [(65, 33, 17)]
 
     def ignores_pitch(A, B, C, alpha, beta):
         packed = C.contiguous()
         _nn_gemm(A.contiguous(), B.contiguous(), packed, alpha, beta)
         torch.as_strided(C, (packed.numel(),), (1,)).copy_(packed.view(-1))   # rows written back to back
 
-    with pytest.raises(nbh.CheckFailed, match="rows padded by 8"):
+    with pytest.raises(nbh.CheckFailed, match="packed with rows padded by 8 is wrong"):
         nbh.check_padded(ignores_pitch, "packed", 64, 48, 32, 8)
-    with pytest.raises(nbh.CheckFailed, match="do not read C when beta == 0"):
+    with pytest.raises(nbh.CheckFailed, match="(?s)reads C with beta = 0 is wrong.*the kernel read C"):
         nbh.check_beta_zero(_nn_gemm, "reads C", 64, 48, 32)
 
 
@@ -163,3 +177,30 @@ def test_wrong_results_are_called_wrong(monkeypatch) -> None:
     monkeypatch.setattr("gemmlab.check_gemm", lambda *a, **k: _result(ok, wrong), raising=False)
     with pytest.raises(nbh.CheckFailed, match="is wrong on some shapes"):
         nbh.require_correct(lambda *a: None, "gemm")
+
+
+def test_require_refused_passes_only_a_launcher_that_refuses_the_shape(monkeypatch) -> None:
+    """08's partial-tile check as a check_gemm call: a LaunchError from the launcher (here, or relayed by the
+    grader's judge from the student's process) is the refusal; running, right or wrong, is not."""
+    import gemmlab
+    from gemmlab.check import check_gemm
+
+    monkeypatch.setattr(gemmlab, "check_gemm", lambda fn, conv, **kw: check_gemm(
+        fn, conv, device="cpu", **{**kw, "forbid_library": False}))
+
+    def whole_tiles(A, B, C, alpha, beta):
+        if A.shape[0] % 64 or B.shape[1] % 64:
+            raise gemmlab.LaunchError("this kernel handles whole 64 x 64 tiles only")
+        _nn_gemm(A, B, C, alpha, beta)
+
+    assert not nbh.require_refused(whole_tiles, "rung 3", (100, 72, 40), "partial tiles").passed
+    with pytest.raises(nbh.CheckFailed, match=r"rung 3 accepted 100 x 72 x 40 \(M x N x K\) and ran correctly"):
+        nbh.require_refused(_nn_gemm, "rung 3", (100, 72, 40), "partial tiles")
+    with pytest.raises(nbh.CheckFailed, match="and ran: .*wrong"):
+        nbh.require_refused(lambda A, B, C, a, b: C.fill_(1), "rung 3", (100, 72, 40), "partial tiles")
+
+    def relayed(A, B, C, alpha, beta):   # what the judge raises when the launcher lives in the student's process
+        from gemmlab.judge.answers import AnswerError
+        raise AnswerError("ladder_wmma(...) raised LaunchError: whole tiles only")
+
+    nbh.require_refused(relayed, "rung 3", (100, 72, 40), "partial tiles")

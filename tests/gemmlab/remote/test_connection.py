@@ -208,3 +208,47 @@ def test_both_reply_layouts_give_the_report_and_the_pools_fields(nested: bool) -
         result = gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
         reply = pool.judge(fake.requests[0])
     assert result.passed and (reply.gpu, reply.wait_s, reply.run_s) == ("host-1 gpu 0", 0.25, 1.5)
+
+
+def test_a_notebook_test_whose_gpu_work_is_checks_and_timings_runs_on_the_pool(
+        pool: FakePool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """A notebook test marked ``pool=True`` (its GPU work is all check_gemm and bench_gemm: 04's tile tests, 05's and
+    08's nn checks with padded rows and beta = 0, 09's correctness) runs on the pool once connected; without a
+    connection, or for a test that launches kernels itself, its points are counted as not checked."""
+    from gemmlab import nbhelpers as nbh
+
+    monkeypatch.setattr(nbh, "_UNCHECKED", {})
+    assert not nbh.gpu_graded(2, "rung 1's correctness test", pool=True)          # not connected
+    assert nbh.unchecked_points() == {"rung 1's correctness test": 2}
+    gemmlab.connect(pool.url, "good")
+    assert nbh.gpu_graded(2, "rung 1's correctness test", pool=True) and nbh.unchecked_points() == {}
+    assert "runs on the class's GPU pool" in capsys.readouterr().out
+    assert not nbh.gpu_graded(1, "the copy kernel's test") and nbh.unchecked_points() == {"the copy kernel's test": 1}
+    assert nbh.gpu_or_compile_only("your capstone_gemm", pool=True) and not nbh.gpu_or_compile_only("a copy")
+
+    nbh.check_padded(nn_launcher(), "rung 1", 100, 70, 30, 3)
+    nbh.check_beta_zero(nn_launcher(), "rung 1", 100, 70, 30)
+    padded, zero = pool.requests[-2:]
+    assert padded.pad == 3 and padded.spec.launches[0].args[6:9] == (33, 73, 73)       # lda = K + 3, ldb = ldc = N + 3
+    assert (zero.beta, zero.pad, zero.spec.launches[0].args[6:9]) == (0.0, None, (30, 70, 70))
+    bar = gemmlab.performance_bar(tn_launcher(tn_kernel()), 0.1, shape=(1024, 1024, 512))
+    assert pool.requests[-1].action == "bench" and bar.bench.device == f"{GPU} (shared GPU pool)"
+
+
+def test_a_launcher_that_refuses_a_shape_is_told_apart_on_the_pool(pool: FakePool) -> None:
+    """08's partial-tile check on the pool: the refusal happens while the launch is recorded, nothing is sent."""
+    from gemmlab import nbhelpers as nbh
+
+    gemmlab.connect(pool.url, "good")
+    launch = nn_launcher()
+
+    def whole_tiles(A, B, C, alpha, beta):
+        if A.shape[0] % 32:
+            raise gemmlab.LaunchError("whole 32-row tiles only")
+        launch(A, B, C, alpha, beta)
+
+    nbh.require_refused(whole_tiles, "rung 3", (100, 72, 40), "partial tiles")
+    assert pool.requests == []
+    with pytest.raises(nbh.CheckFailed, match="accepted 100 x 72 x 40"):
+        nbh.require_refused(launch, "rung 3", (100, 72, 40), "partial tiles")
+    assert len(pool.requests) == 1
