@@ -1,0 +1,103 @@
+"""A student without a GPU works through notebook 05 on the class's pool: the release with the solutions' answers,
+run top to bottom in a Jupyter kernel that sees no GPU (``GEMMLAB_HIDE_GPU``) and is connected through
+``GEMMLAB_POOL``/``GEMMLAB_POOL_TOKEN`` to the pool service on this machine.
+
+On the CPU the service judges with the fake backend in its own process (judge processes and their sandbox have
+tests of their own, tests/pool/test_worker.py): the notebook's side (recording C++ and CuTe DSL launches, padded
+rows, beta = 0, the tests' gates, the summary) and the service are real. With ``pytest -m gpu`` each request is
+judged in a sandboxed judge process on this machine's GPU: the end-to-end run the pool was built for.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable
+
+import nbformat
+import pytest
+
+from gemmlab.judge import JudgeReport, JudgeRequest
+from pool.service import RunningService
+from pool.worker import LocalExecutor, sandbox_problem
+from tests.support import ROOT
+
+from .helpers import Klass, ScriptedExecutor
+
+pytest.importorskip("nbclient", reason="nbclient runs the notebook (pip install nbclient)")
+pytest.importorskip("nbgrader", reason="the hand-in is built from the nbgrader release (tools/wheelhouse.py)")
+from tests.support import grading_fixtures as gf  # noqa: E402
+
+A = "05_global_gemm"
+#: 05's graded tests whose GPU work is all check_gemm and bench_gemm (``gpu_graded(..., pool=True)``).
+POOL_TESTS = ("test_gemm_correct_slow", "test_perf_bar_slow")
+CELL_TIMEOUT_S = 900
+
+
+class Counting:
+    """An executor that judges with ``inner`` and keeps each request it judged."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.requests = inner, []
+
+    def gpus(self) -> list[str]:
+        return self.inner.gpus()
+
+    def run(self, gpu: int, request: JudgeRequest, timeout_s: float) -> JudgeReport:
+        self.requests.append(request)
+        return self.inner.run(gpu, request, timeout_s)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _grade_id(cell: Any) -> str:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+
+
+def _text(cell: Any) -> str:
+    return "".join(o.get("text", "") or "".join(o.get("data", {}).get("text/plain", ""))
+                   for o in cell.get("outputs", []))
+
+
+def _work_through_05(start: Callable[..., RunningService], klass: Klass, backend: str,
+                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmlab.headless import notebook_client
+
+    judges = Counting(ScriptedExecutor(delay_s=0.0) if backend == "fake" else
+                      LocalExecutor(["0"], backend=backend, sandbox=not sandbox_problem(), memory_limit_mb=16384))
+    service = start(judges, slots=1, job_timeout_s=600.0, concurrent_jobs=2, gpu_seconds_per_hour=3600.0)
+    name, source, release = gf.course_parts(A)
+    nb = nbformat.reads(json.dumps(gf.solved(source, release)), as_version=4)   # sources as strings
+    for key, value in {"GEMMLAB_HIDE_GPU": "1", "GEMMLAB_POOL": service.url,
+                       "GEMMLAB_POOL_TOKEN": klass.tokens["alice"], "CUTE_DSL_ARCH": "sm_90a",
+                       "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+                       "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}.items():
+        monkeypatch.setenv(key, value)      # the notebook's kernel inherits them
+    client = notebook_client(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                             resources={"metadata": {"path": str(ROOT / "course" / A)}})
+    client.execute()                        # raises CellExecutionError naming the failing cell
+
+    cells = {_grade_id(c): c for c in nb.cells if c.cell_type == "code"}
+    for gid in POOL_TESTS:
+        assert "runs on the class's GPU pool" in _text(cells[gid]), (gid, _text(cells[gid]))
+    assert "shared GPU pool" in _text(cells["perf_measure_slow"]) or "shared GPU pool" in str(
+        cells["perf_measure_slow"].get("outputs")), _text(cells["perf_measure_slow"])
+    summary = _text(cells["unchecked_summary"])
+    assert "was left unchecked for want of a GPU" in summary and "NOT checked" not in summary, summary
+    checks = [r for r in judges.requests if r.action == "check"]
+    assert {r.pad for r in checks} >= {None, 3, 8}, "check_padded's pads of 3 and 8 crossed to the judge"
+    assert any(r.beta == 0.0 for r in checks) and any(r.action == "bench" for r in judges.requests)
+    assert {r.spec.to_dict().get("kind", "kernel") for r in checks} >= {"kernel", "dsl"}, "both options were judged"
+
+
+@pytest.mark.slow
+def test_a_student_without_a_gpu_works_through_05_on_the_pool(start: Callable[..., RunningService], klass: Klass,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    _work_through_05(start, klass, "fake", monkeypatch)
+
+
+@pytest.mark.gpu
+@pytest.mark.timing
+def test_a_student_without_a_gpu_works_through_05_on_this_machines_gpu(
+        start: Callable[..., RunningService], klass: Klass, monkeypatch: pytest.MonkeyPatch) -> None:
+    _work_through_05(start, klass, "gpu", monkeypatch)
