@@ -38,7 +38,8 @@ def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
         return 2
     course.ensure_gradebook(args.assignment)
     limits = Limits().with_overrides(**{k: getattr(args, k) for k in
-                                        ("cell_s", "slow_cell_s", "submission_s", "output_bytes", "memory_bytes")})
+                                        ("cell_s", "slow_cell_s", "answer_cell_s", "submission_s", "output_bytes",
+                                         "memory_bytes")})
     plan = autograde.plan(course, args.assignment, args.student or course.students(args.assignment), limits,
                           sandbox, force=args.force)
     workers = autograde.Workers(autograde.local_gpus(args.gpus), args.workers, args.ray)
@@ -103,6 +104,8 @@ def parser() -> argparse.ArgumentParser:
         q.add_argument("--no-sandbox", action="store_true", help="no bubblewrap (trusted notebooks only)")
         q.add_argument("--cell-timeout", dest="cell_s", type=float)
         q.add_argument("--slow-cell-timeout", dest="slow_cell_s", type=float)
+        q.add_argument("--answer-cell-timeout", dest="answer_cell_s", type=float,
+                       help="seconds per cell of the student's own code (default 60)")
         q.add_argument("--submission-timeout", dest="submission_s", type=float)
         q.add_argument("--output-limit", dest="output_bytes", type=int)
         q.add_argument("--memory-limit", dest="memory_bytes", type=int)

@@ -20,6 +20,10 @@ class Limits:
 
     cell_s: float = 180.0             #: default per cell; cells whose grade_id ends in _slow get slow_cell_s
     slow_cell_s: float = 600.0
+    #: per cell of the student's own code (answer cells, cells they added): they define code and take seconds
+    #: (under 10 s in every graded cell of the course, ten notebooks at a time), so an endless loop there ends
+    #: sooner and holds a worker's GPU for less
+    answer_cell_s: float = 60.0
     submission_s: float = 1800.0      #: all notebooks of one submission together
     output_bytes: int = 4_000_000     #: per cell: text and data the kernel may send
     memory_bytes: int = 16 << 30      #: resident memory of the kernel's whole process tree

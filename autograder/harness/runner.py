@@ -76,7 +76,11 @@ def scan(source: str, extra: list[tuple[str, str]] = ()) -> list[str]:
     return [why for pattern, why in [*SUSPICIOUS, *extra] if re.search(pattern, source)]
 
 
-def _cell_timeout(cell: nbformat.NotebookNode, limits: Limits) -> float:
+def _cell_timeout(cell: nbformat.NotebookNode, limits: Limits, students: bool = False) -> float:
+    """A cell's time limit: the student's own code (``students``: answer cells, cells they added) gets
+    ``answer_cell_s``, an instructor cell whose grade_id ends in _slow ``slow_cell_s``, any other ``cell_s``."""
+    if students:
+        return limits.answer_cell_s
     return limits.slow_cell_s if grade_id(cell).endswith("_slow") else limits.cell_s
 
 
@@ -209,12 +213,16 @@ class _NotebookGrader:
                 self._bind()
                 self._record_launches(cell)
             left = self.deadline - time.monotonic()
-            run = self.kernels.kernel(side).execute(cell.source, timeout_s=max(1.0, min(_cell_timeout(cell, self.limits), left)))
+            run = self.kernels.kernel(side).execute(cell.source, timeout_s=max(1.0, min(self._timeout(i, cell), left)))
             if run.status not in ("ok", "error"):
                 return f"re-running the cells before this one failed ({run.message})"
         self.events.append(f"{self.name}: the {side} kernel was restarted and the {len(replay)} cells before the "
                            "next one were run again")
         return ""
+
+    def _timeout(self, index: int, cell: nbformat.NotebookNode) -> float:
+        """This cell's time limit (:func:`_cell_timeout`): is it the student's own code?"""
+        return _cell_timeout(cell, self.limits, is_answer(cell) or self.built.is_students(index))
 
     def _bind(self) -> None:
         """Give the judge the student's current answers (after the student's kernel ran anything, or after
@@ -302,7 +310,7 @@ class _NotebookGrader:
         if left <= 0:
             return CellRun("not_run", message="not run: the submission used up its time limit of "
                                               f"{self.limits.submission_s:g} s")
-        timeout = min(_cell_timeout(cell, self.limits), left)
+        timeout = min(self._timeout(index, cell), left)
         if side == "judge":
             self._bind()
             self._record_launches(cell)
@@ -317,7 +325,7 @@ class _NotebookGrader:
         else:
             run = kernel.execute(cell.source, timeout_s=timeout)
             self.bound = False
-        if run.status == "timeout" and timeout < _cell_timeout(cell, self.limits):
+        if run.status == "timeout" and timeout < self._timeout(index, cell):
             run.message = f"the submission's time limit of {self.limits.submission_s:g} s ran out in this cell"
         if not run.completed and run.status != "not_run":
             self.events.append(f"{self.name}, {label}: {run.message}" + (" (in the judge)" if side == "judge" else ""))

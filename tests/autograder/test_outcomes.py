@@ -259,7 +259,7 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Pa
         (handins / student / A).mkdir(parents=True)
         (handins / student / A / name).write_text(text)
     proc = _cli("--course", str(root), "grade", A, "--from", str(handins), "--workers", "2", "--cell-timeout", "40",
-                "--out", str(tmp_path / "grades.csv"))
+                "--answer-cell-timeout", "20", "--out", str(tmp_path / "grades.csv"))
     out = proc.stdout
     assert proc.returncode == 1, "tests were not graded: the exit status must say so\n" + out + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-3000:]
@@ -290,7 +290,7 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Pa
     assert any("nbformat 5" in e for e in results["nbformat5"]["events"])
     hang = next(e for e in results["added_cell_hangs"]["events"] if "time limit" in e)
     added = gf._answer_index(solved) + 2
-    assert f"{name}, your cell {added}:" in hang, hang
+    assert f"{name}, your cell {added}:" in hang and "time limit of 20 s" in hang, hang   # the student's own cell's limit
     for student in files:
         assert (root / "autograder" / "feedback" / student / A / "feedback.html").exists(), student
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}

@@ -65,3 +65,17 @@ def test_scan_flags_answers_that_call_a_library_twin_of_the_exercise() -> None:
     assert scan("import pycute\n", crd)
     assert not scan("".join(nb01["crd2idx_solution"]["source"]), crd)
     assert answer_flags({"metadata": {"gemmlab": {"flag": [{"pattern": 1}, "x"]}}}) == []   # malformed: ignored
+
+
+def test_the_students_own_cells_get_the_answer_cell_limit() -> None:
+    """An endless loop in an answer cell or a cell the student added ends after ``answer_cell_s``; the instructor's
+    cells keep ``cell_s``, and those whose grade_id ends in _slow ``slow_cell_s``."""
+    import nbformat
+
+    from autograder.harness.runner import _cell_timeout
+
+    lim = Limits(cell_s=100, slow_cell_s=500, answer_cell_s=30)
+    cell = lambda gid: nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": gid}})  # noqa: E731
+    assert _cell_timeout(cell("setup"), lim) == 100 and _cell_timeout(cell("test_gemm_slow"), lim) == 500
+    assert _cell_timeout(cell("answer_slow"), lim, students=True) == 30
+    assert Limits().answer_cell_s == 60 and Limits().with_overrides(answer_cell_s=5).answer_cell_s == 5.0
