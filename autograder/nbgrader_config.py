@@ -35,19 +35,14 @@ c.ClearOutput.enabled = True
 # Autograde. Default per-cell limit covers one CuTe C++ compile (~20 s on a small CPU);
 # graded cells whose grade_id ends in "_slow" (GPU checks, several compiles) get longer.
 # Keyed on grade_id because students cannot change it (tags they can).
-# Answer cells only define code (under 10 s each when graded), so an endless loop there ends sooner; as
-# autograder.records.Limits.answer_cell_s.
 DEFAULT_CELL_TIMEOUT_S = 180
 SLOW_CELL_TIMEOUT_S = 600
-ANSWER_CELL_TIMEOUT_S = 60
 
 
 def cell_timeout(cell) -> int:
-    """Seconds autograde lets ``cell`` run: short for answer cells, long only for cells the course marked slow."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    if meta.get("solution") is True:
-        return ANSWER_CELL_TIMEOUT_S
-    return SLOW_CELL_TIMEOUT_S if meta.get("grade_id", "").endswith("_slow") else DEFAULT_CELL_TIMEOUT_S
+    """Seconds autograde lets ``cell`` run: long only for cells the course marked slow."""
+    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+    return SLOW_CELL_TIMEOUT_S if grade_id.endswith("_slow") else DEFAULT_CELL_TIMEOUT_S
 
 
 def _headless_autograde_preprocessors() -> list:
