@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--slots-per-gpu", type=int, default=DEFAULT_SLOTS_PER_GPU,
                        help="requests judged side by side on one GPU (default %(default)s)")
     serve.add_argument("--concurrent-jobs", type=int, default=2, help="per student, queued or running")
-    serve.add_argument("--gpu-seconds-per-hour", type=float, default=120.0, help="per student")
+    serve.add_argument("--gpu-seconds-per-hour", type=float, default=900.0, help="per student")
     serve.add_argument("--job-timeout", type=float, default=300.0, help="wall-clock seconds of one judge process")
     serve.add_argument("--no-sandbox", action="store_true", help="run judges without bubblewrap (trusted hosts only)")
     return parser

@@ -65,7 +65,7 @@ def _work_through_05(start: Callable[..., RunningService], klass: Klass, backend
 
     judges = Counting(ScriptedExecutor(delay_s=0.0) if backend == "fake" else
                       LocalExecutor(["0"], backend=backend, sandbox=not sandbox_problem(), memory_limit_mb=16384))
-    service = start(judges, slots=1, job_timeout_s=600.0, concurrent_jobs=2, gpu_seconds_per_hour=3600.0)
+    service = start(judges, slots=1, job_timeout_s=600.0)   # the per-student limits as served by default
     name, source, release = gf.course_parts(A)
     nb = nbformat.reads(json.dumps(gf.solved(source, release)), as_version=4)   # sources as strings
     for key, value in {"GEMMLAB_HIDE_GPU": "1", "GEMMLAB_POOL": service.url,
@@ -85,6 +85,7 @@ def _work_through_05(start: Callable[..., RunningService], klass: Klass, backend
     summary = _text(cells["unchecked_summary"])
     assert "was left unchecked for want of a GPU" in summary and "NOT checked" not in summary, summary
     checks = [r for r in judges.requests if r.action == "check"]
+    print(f"notebook 05 sent {len(checks)} checks and {len(judges.requests) - len(checks)} timings to the pool")
     assert {r.pad for r in checks} >= {None, 3, 8}, "check_padded's pads of 3 and 8 crossed to the judge"
     assert any(r.beta == 0.0 for r in checks) and any(r.action == "bench" for r in judges.requests)
     assert {r.spec.to_dict().get("kind", "kernel") for r in checks} >= {"kernel", "dsl"}, "both options were judged"
