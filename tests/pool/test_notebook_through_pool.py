@@ -6,6 +6,8 @@ On the CPU the service judges with the fake backend in its own process (judge pr
 tests of their own, tests/pool/test_worker.py): the notebook's side (recording C++ and CuTe DSL launches, padded
 rows, beta = 0, the tests' gates, the summary) and the service are real. With ``pytest -m gpu`` each request is
 judged in a sandboxed judge process on this machine's GPU: the end-to-end run the pool was built for.
+The CPU run is also 05's run without a GPU in CI (tests/tools/test_release.py leaves 05 to it), hence its check
+that no graded cell writes to stderr.
 """
 from __future__ import annotations
 
@@ -78,6 +80,9 @@ def _work_through_05(start: Callable[..., RunningService], klass: Klass, backend
     client.execute()                        # raises CellExecutionError naming the failing cell
 
     cells = {_grade_id(c): c for c in nb.cells if c.cell_type == "code"}
+    for gid, cell in cells.items():      # nbgrader scores a graded cell that writes to stderr 0
+        stderr = [o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stderr"]
+        assert not (cell.metadata.get("nbgrader", {}).get("grade") and stderr), (gid, stderr)
     for gid in POOL_TESTS:
         assert "runs on the class's GPU pool" in _text(cells[gid]), (gid, _text(cells[gid]))
     assert "shared GPU pool" in _text(cells["perf_measure_slow"]) or "shared GPU pool" in str(
