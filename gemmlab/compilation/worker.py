@@ -57,6 +57,10 @@ def time_limit(timeout: float | None = None) -> float:
     return float(timeout)
 
 
+#: Longest wait for the compiler's answer between two looks at pending signals (JupyterLab's interrupt).
+SIGNAL_POLL_S = 0.25
+
+
 def run(job: CompileJob, timeout: float | None = None) -> Compiled:
     """Compile ``job`` in a worker process. Past the limit the worker is killed and CompileTimeoutError
     names the limit; KeyboardInterrupt (JupyterLab's interrupt) kills it and propagates."""
@@ -149,7 +153,9 @@ class Worker:
             selector.register(fd, selectors.EVENT_READ)
             while got < size:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not selector.select(remaining):
+                # Short waits: an interrupt (SIGINT) that the OS hands to another thread of this process only
+                # sets Python's flag, which the main thread acts on once select returns.
+                if remaining <= 0 or not selector.select(min(remaining, SIGNAL_POLL_S)):
                     if time.monotonic() >= deadline:
                         self.kill()
                         raise _timeout(job, limit)

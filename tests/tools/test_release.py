@@ -82,13 +82,8 @@ def _run_solutions(assignment: str) -> None:
         os.environ.update(env_backup)
 
 
-#: Run without a GPU elsewhere, so that CI runs each notebook once: 05 by tests/pool/test_notebook_through_pool.py
-#: (its release with the solutions' answers, no GPU, its GPU tests on the pool), with the same stderr check.
-ELSEWHERE_WITHOUT_GPU = ("05_global_gemm",)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if a not in ELSEWHERE_WITHOUT_GPU])
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_solutions_run_without_gpu(assignment: str, no_gpu: None) -> None:
     _run_solutions(assignment)
 
