@@ -52,6 +52,8 @@ def test_the_limit_comes_from_the_environment(monkeypatch) -> None:
 
 
 def test_an_interrupt_stops_the_compile_within_a_second() -> None:
+    # Python's own interrupt handler, whatever a test before this one in the same process left (CI saw SIGINT ignored).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     compile_to(TINY, "tiny", arch="sm_90a", use_cache=False)   # a worker is running and idle
     before = set(worker.pids())
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
@@ -62,6 +64,7 @@ def test_an_interrupt_stops_the_compile_within_a_second() -> None:
             compile_to(BOMB, "bomb", arch="sm_90a", use_cache=False, timeout=60)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < 2.0            # 1 s until the interrupt, then at most a second
     assert all(_gone(pid) for pid in before)          # the compiling worker was killed and reaped
     assert compile_to(TINY, "tiny", arch="sm_90a", use_cache=False).lowered_name == "_Z4tinyPi"
