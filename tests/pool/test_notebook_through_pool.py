@@ -68,14 +68,14 @@ def _work_through_05(start: Callable[..., RunningService], klass: Klass, backend
     service = start(judges, slots=1, job_timeout_s=600.0)   # the per-student limits as served by default
     name, source, release = gf.course_parts(A)
     nb = nbformat.reads(json.dumps(gf.solved(source, release)), as_version=4)   # sources as strings
-    for key, value in {"GEMMLAB_HIDE_GPU": "1", "GEMMLAB_POOL": service.url,
-                       "GEMMLAB_POOL_TOKEN": klass.tokens["alice"], "CUTE_DSL_ARCH": "sm_90a",
-                       "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-                       "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}.items():
-        monkeypatch.setenv(key, value)      # the notebook's kernel inherits them
+    # The notebook's kernel alone gets these: the pool's judges, started from this process, must see the GPU.
+    kernel_env = {**os.environ, "GEMMLAB_HIDE_GPU": "1", "GEMMLAB_POOL": service.url,
+                  "GEMMLAB_POOL_TOKEN": klass.tokens["alice"], "CUTE_DSL_ARCH": "sm_90a",
+                  "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+                  "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     client = notebook_client(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                              resources={"metadata": {"path": str(ROOT / "course" / A)}})
-    client.execute()                        # raises CellExecutionError naming the failing cell
+    client.execute(env=kernel_env)          # raises CellExecutionError naming the failing cell
 
     cells = {_grade_id(c): c for c in nb.cells if c.cell_type == "code"}
     for gid, cell in cells.items():      # nbgrader scores a graded cell that writes to stderr 0
