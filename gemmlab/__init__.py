@@ -28,6 +28,7 @@ _LAZY = {
     "compile_ahead": ("gemmlab.ahead", "compile_ahead"),
     "Kernel": ("gemmlab.kernel", "Kernel"),
     "check_gemm": ("gemmlab.check", "check_gemm"),
+    "check_copy": ("gemmlab.copy_check", "check_copy"),
     "bench_gemm": ("gemmlab.bench", "bench_gemm"),
     "ceilings": ("gemmlab.ceilings", "ceilings"),
     "roofline": ("gemmlab.roofline", "roofline"),
@@ -38,7 +39,7 @@ _LAZY = {
     "connect": ("gemmlab.remote", "connect"),
     "disconnect": ("gemmlab.remote", "disconnect"),
 }
-_SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "bench", "roofline_math", "perfbar", "isolate",
+_SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "copy_check", "bench", "roofline_math", "perfbar", "isolate",
                "integrity", "timing", "runtime", "remote"}
 
 __all__ = [

@@ -67,6 +67,14 @@ DATA_MOVEMENT = frozenset({
 })
 
 
+#: DATA_MOVEMENT without the operators that move values from one tensor to another (copies, padding,
+#: joins): what a copy kernel's launcher may run around its kernel, whose job is the copying itself.
+NO_COPIES = DATA_MOVEMENT - frozenset({
+    "copy_", "_to_copy", "to", "clone", "contiguous", "_copy_from", "_copy_from_and_resize",
+    "constant_pad_nd", "pad", "cat", "_cat", "concat", "concatenate", "stack",
+})
+
+
 def _op_name(func: Any) -> str:
     return func._schema.name.split("::")[-1]
 
@@ -81,9 +89,9 @@ def _host_copy(name: str, args: Any, kwargs: dict) -> bool:
 
 
 @contextmanager
-def library_guard(enabled: bool = True) -> Iterator[list[str]]:
+def library_guard(enabled: bool = True, allowed: frozenset[str] = DATA_MOVEMENT) -> Iterator[list[str]]:
     """Record the torch computation run inside the block: library GEMMs, any other operator that
-    computes (everything outside :data:`DATA_MOVEMENT`), and device-to-host copies.
+    computes (everything outside ``allowed``, by default :data:`DATA_MOVEMENT`), and device-to-host copies.
 
     Yields a list that fills with what was seen, e.g. ``["aten::mm"]`` or ``["aten::mul", "aten::sum"]``.
     The torch operators are watched through a ``TorchDispatchMode``; libraries called around torch
@@ -99,7 +107,7 @@ def library_guard(enabled: bool = True) -> Iterator[list[str]]:
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             name = _op_name(func)
-            if name in LIBRARY_GEMMS or name not in DATA_MOVEMENT:
+            if name in LIBRARY_GEMMS or name not in allowed:
                 seen.append(f"aten::{name}")
             elif name in ("_to_copy", "copy_", "_copy_from") and _host_copy(name, args, kwargs):
                 seen.append("a copy to the host")
@@ -130,11 +138,11 @@ class WatchedCall:
 
 
 def watched_call(call: Callable[[], Any], output: Any, timeout_s: float, what: str,
-                 forbid_library: bool) -> WatchedCall:
-    """Run ``call()`` once on gemmlab's watched stream, with library calls recorded when
-    ``forbid_library``, and count the elements of ``output`` (a CUDA tensor, e.g. its bits) that
+                 forbid_library: bool, allowed: frozenset[str] = DATA_MOVEMENT) -> WatchedCall:
+    """Run ``call()`` once on gemmlab's watched stream, with library calls (operators outside ``allowed``)
+    recorded when ``forbid_library``, and count the elements of ``output`` (a CUDA tensor, e.g. its bits) that
     changed after the call returned: work it left running on another stream."""
-    with library_guard(forbid_library) as used:
+    with library_guard(forbid_library, allowed) as used:
         returned, on_return = call_and_snapshot(call, output, timeout_s, what)
     late = int((on_return != output).sum())
     return WatchedCall(returned, used, late)
@@ -249,7 +257,7 @@ def verify_once(yours: Callable[[], Any], A: Any, B: Any, out: Any, convention: 
 
 
 __all__ = [
-    "BenchIntegrityError", "LIBRARY_GEMMS", "SYNC_SLACK_MS", "WatchedCall", "grading_mode", "input_nudger",
+    "BenchIntegrityError", "DATA_MOVEMENT", "LIBRARY_GEMMS", "NO_COPIES", "SYNC_SLACK_MS", "WatchedCall", "grading_mode", "input_nudger",
     "late_work_message", "left_work_running", "library_guard", "library_message", "verify_nothing_left_running",
     "verify_once", "watched_call",
 ]

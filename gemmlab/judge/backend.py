@@ -20,6 +20,7 @@ from typing import Any, Protocol, Sequence
 
 from ..bench import BenchResult
 from ..check import SUITES, CheckResult, Row
+from ..copy_check import MAP_TILE, CopyResult, CopyRow, copy_failure_message
 from ..errors import CompileTimeoutError, ContextLostError, GemmlabError, KernelTimeoutError
 from ..integrity import BenchIntegrityError
 from ..runtime import faults
@@ -39,6 +40,8 @@ class Backend(Protocol):
     def check(self, request: JudgeRequest) -> CheckResult: ...
 
     def bench(self, request: JudgeRequest) -> BenchResult: ...
+
+    def copy(self, request: JudgeRequest) -> CopyResult: ...
 
     def device(self) -> str: ...
 
@@ -60,9 +63,10 @@ def judge(request: JudgeRequest, backend: Backend) -> JudgeReport:
         params = backend.prepare(request)
         if not isinstance(request.spec, DslSpec):     # a recorded DSL plan binds nothing by name or position
             binding.check_launches(params, request.spec.convention, request.spec.name, request.spec.launches)
-        if request.action == "check":
-            result = backend.check(request)
-            return JudgeReport("passed" if result.passed else "failed", "check", check=result.to_dict(), device=device)
+        if request.action in ("check", "copy"):
+            result = backend.check(request) if request.action == "check" else backend.copy(request)
+            return JudgeReport("passed" if result.passed else "failed", request.action, check=result.to_dict(),
+                               device=device)
         timed = backend.bench(request)
         return JudgeReport("passed", "bench", bench=timed.to_dict(), device=device)
     except ContextLostError as exc:
@@ -121,7 +125,18 @@ class GpuBackend:
         alpha = 1.0 if request.alpha is None else request.alpha
         return check_gemm(self._launcher, request.spec.convention, dtype, out_dtype, shapes_of(request), alpha,
                           request.beta, request.tile or (128, 128), timeout_s=request.limits.kernel_s,
-                          forbid_library=True, pad=request.pad or 0)
+                          forbid_library=True, pad=request.pad or 0, offset=request.offset or 0)
+
+    def copy(self, request: JudgeRequest) -> CopyResult:
+        import torch
+
+        from ..copy_check import check_copy
+        from .copying import CopyLauncher
+
+        options = request.copy or {}
+        return check_copy(CopyLauncher(self._launcher, bool(options.get("who"))), [s[:2] for s in shapes_of(request)],
+                          getattr(torch, request.dtype), transpose=bool(options.get("transpose")),
+                          who=bool(options.get("who")), timeout_s=request.limits.kernel_s)
 
     def bench(self, request: JudgeRequest) -> BenchResult:
         from ..bench import bench_gemm
@@ -194,6 +209,27 @@ class FakeBackend:
         return CheckResult(rows, request.spec.convention, request.dtype, out, request.tile or (128, 128),
                            secrets.randbits(62),
                            self.DEVICE)
+
+    def copy(self, request: JudgeRequest) -> CopyResult:
+        import numpy as np
+
+        rows = []
+        who = bool((request.copy or {}).get("who"))
+        for M, N, K in shapes_of(request):
+            self._run_kernel(request.spec, (M, N, K))
+            owner = None
+            if who:   # 256 threads, 8 × 32, each copying its share of every 32 × 64 tile
+                r, c = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+                owner = ((r % 8) * 32 + c % 32).astype(np.int32)
+            if request.spec.name.endswith("_wrong"):
+                tiles = tuple((t, (N - 1) // MAP_TILE) for t in range(-(-M // MAP_TILE)))[:8]
+                bad = M * min(N, MAP_TILE)
+                rows.append(CopyRow((M, N), False, bad, 0, True, True,
+                                    copy_failure_message((M, N), False, bad, 0, tiles, True, True), tiles, owner))
+            else:
+                rows.append(CopyRow((M, N), True, 0, 0, True, True, "ok", (), owner))
+        return CopyResult(rows, request.dtype, bool((request.copy or {}).get("transpose")), secrets.randbits(62),
+                          self.DEVICE)
 
     def bench(self, request: JudgeRequest) -> BenchResult:
         self._run_kernel(request.spec, request.shape)

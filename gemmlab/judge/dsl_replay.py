@@ -398,10 +398,13 @@ class ReplayLauncher:
     def __call__(self, A: Any, B: Any, out: Any, *scalars: Any) -> None:
         M, K = A.shape
         N = B.shape[0] if self._convention == "tn" else B.shape[1]
-        shape = (int(M), int(N), int(K))
+        self.replay((int(M), int(N), int(K)), [A, B, out])
+
+    def replay(self, shape: tuple[int, int, int], tensors: Sequence[Any]) -> None:
+        """Replay the plan recorded for ``shape`` on ``tensors``, the call's three in recorded order."""
         if shape not in self._replays:
             self._replays[shape] = Replay(self._plan_for(*shape), 3)
-        self._replays[shape]([A, B, out])
+        self._replays[shape](tensors)
 
 
 __all__ = ["Copy", "Launch", "PlanError", "Region", "Replay", "ReplayLauncher", "footprint", "parse_plan", "relocate"]

@@ -41,8 +41,12 @@ class TrustedLauncher:
     def __call__(self, A: Any, B: Any, out: Any, alpha: float = 1.0, beta: float = 0.0) -> None:
         M, K = (int(v) for v in A.shape)
         N = int(B.shape[0] if self.spec.convention == "tn" else B.shape[1])
+        self.launch(binding.Operands(A, B, out, M, N, K, float(alpha), float(beta)))
+
+    def launch(self, operands: binding.Operands) -> None:
+        """One launch for the problem size ``operands`` names (for a copy kernel: M, N and K = 1)."""
+        M, N, K = operands.M, operands.N, operands.K
         grid, block, smem = self.spec.geometry(M, N, K)
-        operands = binding.Operands(A, B, out, M, N, K, float(alpha), float(beta))
         device = torch_device()
         if self.spec.launches:  # recorded from a launcher: its arguments by position, as recorded for this size
             args = binding.positional_arguments(self.spec.launch_for(M, N, K).args, operands)

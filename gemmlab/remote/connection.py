@@ -13,10 +13,12 @@ from typing import Any, Callable, Sequence
 
 from ..bench import BenchResult
 from ..check import CheckResult
+from ..copy_check import CopyResult
 from ..gpu import has_gpu
 from ..integrity import grading_mode
 from ..judge.protocol import JudgeRequest
 from .errors import PoolAuthError
+from .copy import remote_copy_check
 from .gemm import remote_bench, remote_check
 from .transport import PoolReply, checked_url, exchange, post_judge
 
@@ -54,13 +56,18 @@ class Pool:
     def check_gemm(self, fn: Callable[..., Any], convention: str, dtype: Any, out_dtype: Any,
                    shapes: Sequence[tuple[int, int, int]], alpha: float, beta: float, tile: tuple[int, int],
                    **options: Any) -> CheckResult:
-        """:func:`gemmlab.check_gemm` on the pool (``options``: atol, rtol, seed, timeout_s, pad)."""
+        """:func:`gemmlab.check_gemm` on the pool (``options``: atol, rtol, seed, timeout_s, pad, offset)."""
         return remote_check(self, fn, convention, dtype, out_dtype, shapes, alpha, beta, tile, **options)
 
     def bench_gemm(self, fn: Callable[..., Any], shape: tuple[int, int, int], convention: str, dtype: Any,
                    out_dtype: Any, alpha: float, beta: float, label: str, **options: Any) -> BenchResult:
         """:func:`gemmlab.bench_gemm` on the pool (``options``: timeout_s, rounds, flush_l2)."""
         return remote_bench(self, fn, shape, convention, dtype, out_dtype, alpha, beta, label, **options)
+
+    def check_copy(self, fn: Callable[..., Any], shapes: Sequence[tuple[int, int]], dtype: Any, transpose: bool = False,
+                   who: bool = False, timeout_s: float | None = None) -> CopyResult:
+        """:func:`gemmlab.check_copy` on the pool."""
+        return remote_copy_check(self, fn, shapes, dtype, transpose, who, timeout_s)
 
 
 _LOCK = threading.Lock()

@@ -53,10 +53,12 @@ def _shape(recording: Recording | DslRecording) -> tuple[int, int, int]:
 
 def check_requests(recordings: Sequence[Recording | DslRecording], convention: str, dtype: str, out_dtype: str,
                    alpha: float, beta: float, tile: tuple[int, int], limits: JudgeLimits,
-                   pad: int = 0) -> list[JudgeRequest]:
-    """The check requests that together run every recorded shape (recorded on rows padded by ``pad``)."""
+                   pad: int = 0, offset: int = 0) -> list[JudgeRequest]:
+    """The check requests that together run every recorded shape (recorded on rows padded by ``pad``, operands
+    starting ``offset`` elements past alignment)."""
     return [_request(_spec(group, convention), "check", dtype, out_dtype, limits, alpha, beta, tile,
-                     shapes=[_shape(r) for r in group], **({"pad": pad} if pad else {}))
+                     shapes=[_shape(r) for r in group], **({"pad": pad} if pad else {}),
+                     **({"offset": offset} if offset else {}))
             for group in by_kernel(recordings)]
 
 
@@ -65,6 +67,19 @@ def bench_request(recording: Recording | DslRecording, convention: str, dtype: s
     """The timing request of one recorded shape."""
     return _request(_spec([recording], convention), "bench", dtype, out_dtype, limits, alpha, beta, None,
                     shape=_shape(recording))
+
+
+def copy_requests(recordings: Sequence[Recording | DslRecording], dtype: str, transpose: bool, who: bool,
+                  limits: JudgeLimits) -> list[JudgeRequest]:
+    """The copy-check requests that together run every recorded (M, N, 1) shape."""
+    requests = []
+    for group in by_kernel(recordings):
+        try:
+            requests.append(JudgeRequest(_spec(group, "tn"), "copy", dtype, None, shapes=[_shape(r) for r in group],
+                                         limits=limits, copy={"transpose": transpose, "who": who}))
+        except JudgeError as exc:
+            raise RecordingError(f"this call cannot be sent to the pool: {exc}") from None
+    return requests
 
 
 def _request(spec: KernelSpec | DslSpec, action: str, dtype: str, out_dtype: str, limits: JudgeLimits, alpha: float,
@@ -76,4 +91,4 @@ def _request(spec: KernelSpec | DslSpec, action: str, dtype: str, out_dtype: str
         raise RecordingError(f"this call cannot be sent to the pool: {exc}") from None
 
 
-__all__ = ["bench_request", "by_kernel", "check_requests", "dsl_spec_for", "spec_for"]
+__all__ = ["bench_request", "by_kernel", "check_requests", "copy_requests", "dsl_spec_for", "spec_for"]

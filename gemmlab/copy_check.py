@@ -1,0 +1,269 @@
+"""Is this copy (or transpose) kernel right? Run it on fresh data and say which elements, tiles and threads.
+
+Why a check of its own: the early notebooks' kernels move data instead of computing a product, so
+the question is bit-exact (every element of dst equals its element of src, or of srcᵀ), and which
+thread wrote what is part of the lesson. The same safeguards as :func:`gemmlab.check_gemm`: fresh
+random input, an output poisoned with a marked NaN, every buffer inside guard zones, work left
+on another stream caught, and no torch operator that moves values (a copy, a clone, a transpose
+made contiguous): the kernel must do the copying. After ``gemmlab.connect`` on a machine without a
+GPU, the class's GPU pool runs it and the result names the pool's GPU.
+"""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from .errors import ContextLostError, GemmlabError, KernelTimeoutError
+from .gpu import require_gpu
+from .integrity import NO_COPIES, late_work_message, watched_call
+from .runtime import faults
+from .runtime.device import torch_device
+from .runtime.memory import GuardedMatrix, dtype_name
+from .runtime.streams import DEFAULT_TIMEOUT_S
+from .timing_lock import shared_gpu_work
+
+Shape2 = tuple[int, int]
+#: Element types a copy check moves.
+COPY_DTYPES = ("float16", "bfloat16", "float32")
+#: Largest side of a copied matrix, and most elements of one (the judge's limits too).
+MAX_SIDE = 16384
+MAX_COPY_ELEMENTS = 8192 * 8192
+#: Most elements of a "who copied what" map a result carries (it crosses the pool's wire as numbers).
+MAX_WHO_ELEMENTS = 1 << 20
+#: Side of the tiles the failure map counts wrong elements in.
+MAP_TILE = 32
+
+
+@dataclass
+class CopyRow:
+    """The verdict for one shape: how many elements are wrong or never written, where, and who wrote what."""
+
+    shape: Shape2
+    passed: bool
+    n_bad: int
+    n_unwritten: int
+    guard_ok: bool
+    input_ok: bool
+    message: str
+    bad_tiles: tuple[tuple[int, int], ...] = ()   # (tile row, tile column) of dst's first wrong 32×32 tiles
+    who: Any = None                                 # numpy int32 (M, N): the thread index the kernel wrote, or None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "passed": self.passed, "n_bad": self.n_bad, "n_unwritten": self.n_unwritten,
+                "guard_ok": self.guard_ok, "input_ok": self.input_ok, "message": self.message,
+                "bad_tiles": [list(t) for t in self.bad_tiles],
+                "who": None if self.who is None else self.who.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "CopyRow":
+        """The row :meth:`to_dict` wrote; anything else is a GemmlabError."""
+        import numpy as np
+
+        try:
+            shape = _shape2(data["shape"])
+            who = data["who"]
+            if who is not None:
+                who = np.array(who, dtype=np.int64)
+                if who.shape != shape or np.abs(who).max(initial=0) >= 2**31:
+                    raise ValueError("who map")
+                who = who.astype(np.int32)
+            return cls(shape, bool(data["passed"]), int(data["n_bad"]), int(data["n_unwritten"]),
+                       bool(data["guard_ok"]), bool(data["input_ok"]), str(data["message"])[:2000],
+                       tuple((int(r), int(c)) for r, c in data["bad_tiles"][:64]), who)
+        except (KeyError, TypeError, ValueError, GemmlabError) as exc:
+            raise GemmlabError(f"not a copy check row ({type(exc).__name__}: {str(exc)[:80]}).") from None
+
+
+@dataclass
+class CopyResult:
+    """All rows of one :func:`check_copy` call; prints as a table."""
+
+    rows: list[CopyRow]
+    dtype: str
+    transpose: bool
+    seed: int
+    device: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.rows) and all(r.passed for r in self.rows)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def failures(self) -> list[CopyRow]:
+        return [r for r in self.rows if not r.passed]
+
+    def who(self, shape: Sequence[int]) -> Any:
+        """The "who copied what" map of ``shape`` (numpy int32, the thread index at every element of dst)."""
+        for row in self.rows:
+            if row.shape == tuple(shape):
+                if row.who is None:
+                    raise GemmlabError(f"the check of {shape} carries no who map: pass who=True to check_copy.")
+                return row.who
+        raise GemmlabError(f"no row of this check has shape {tuple(shape)}; it checked {[r.shape for r in self.rows]}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": [r.to_dict() for r in self.rows], "dtype": self.dtype, "transpose": self.transpose,
+                "seed": self.seed, "device": self.device, "passed": self.passed}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "CopyResult":
+        if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+            raise GemmlabError("not a copy check result: an object with a list of rows.")
+        return cls([CopyRow.from_dict(r) for r in data["rows"]], str(data.get("dtype", "")),
+                   bool(data.get("transpose", False)), int(data.get("seed", 0)), str(data.get("device", "")))
+
+    def __str__(self) -> str:
+        what = "transpose" if self.transpose else "copy"
+        verdict = "PASSED" if self.passed else f"FAILED ({len(self.failures)} of {len(self.rows)} shapes)"
+        where = f" on {self.device}" if self.device and not self.device.startswith(("cuda", "cpu")) else ""
+        lines = [f"check_copy ({what}, {self.dtype}): {verdict}{where}  [seed={self.seed}]",
+                 f"{'M×N':>12}  {'ok':4} {'wrong':>9} {'unwritten':>10}  message"]
+        for r in self.rows:
+            lines.append(f"{'×'.join(map(str, r.shape)):>12}  {'ok' if r.passed else 'FAIL':4} {r.n_bad:>9,} "
+                         f"{r.n_unwritten:>10,}  {r.message}")
+        return "\n".join(lines)
+
+    def raise_if_failed(self) -> None:
+        """AssertionError with the table when any shape failed (for test cells)."""
+        if not self.passed:
+            raise AssertionError(str(self))
+
+
+def _shape2(value: Any) -> Shape2:
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(
+            type(v) is int or (hasattr(v, "__index__") and not isinstance(v, bool)) for v in value):
+        raise GemmlabError(f"a copy shape is (M, N), two whole numbers, not {value!r:.60}.")
+    M, N = (int(v) for v in value)
+    if not (1 <= M <= MAX_SIDE and 1 <= N <= MAX_SIDE) or M * N > MAX_COPY_ELEMENTS:
+        raise GemmlabError(f"copy shape {M}×{N} is outside 1..{MAX_SIDE} per side and {MAX_COPY_ELEMENTS:,} elements.")
+    return M, N
+
+
+def copy_shapes(shapes: Any) -> list[Shape2]:
+    """``shapes`` as a list of (M, N), or a GemmlabError saying what is wrong."""
+    if isinstance(shapes, (list, tuple)) and len(shapes) == 2 and all(isinstance(v, int) for v in shapes):
+        shapes = [shapes]
+    if not isinstance(shapes, (list, tuple)) or not 1 <= len(shapes) <= 32:
+        raise GemmlabError("shapes is a list of 1 to 32 (M, N) pairs, e.g. [(96, 256), (32, 64)].")
+    return [_shape2(s) for s in shapes]
+
+
+def checked_dtype(dtype: Any) -> Any:
+    """``dtype`` (default float16) if a copy check moves it, else a GemmlabError naming the choices."""
+    import torch
+
+    dtype = torch.float16 if dtype is None else dtype
+    if dtype_name(dtype) not in COPY_DTYPES:
+        raise GemmlabError(f"dtype must be torch.float16, torch.bfloat16 or torch.float32, not {dtype}.")
+    return dtype
+
+
+def check_copy(fn: Callable[..., Any], shapes: Any = ((128, 256),), dtype: Any = None, *, transpose: bool = False,
+               who: bool = False, timeout_s: float | None = None) -> CopyResult:
+    """Check that ``fn(src, dst)`` copies src into dst (``transpose``: dst = srcᵀ, dst is N×M) on every (M, N).
+
+    ``who=True`` calls ``fn(src, dst, who)`` with a third, int32 M×N tensor filled with -1, in which the kernel
+    writes the index of the thread that copied each element; each row then carries that map (``result.who(shape)``)
+    for the notebook to compare with its layout's prediction. Inputs are fresh random values; dst starts as a
+    marked NaN. ``fn`` may allocate, view and fill, but not copy with torch: the kernel must move the data.
+    """
+    dtype = checked_dtype(dtype)
+    shapes = copy_shapes(shapes)
+    from .remote import pool_for_work
+
+    pool = pool_for_work()
+    if pool is not None:   # gemmlab.connect(...) on a machine without a GPU: the class's GPU pool checks it
+        if who and any(M * N > MAX_WHO_ELEMENTS for M, N in shapes):
+            raise GemmlabError(f"who=True on the class's GPU pool sends back a thread index per element; keep each "
+                               f"shape under {MAX_WHO_ELEMENTS:,} elements there.")
+        return pool.check_copy(fn, shapes, dtype, transpose=bool(transpose), who=bool(who), timeout_s=timeout_s)
+    require_gpu("check_copy")
+    import torch
+
+    dev = torch_device()
+    seed = secrets.randbits(62)
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(seed)
+    timeout = DEFAULT_TIMEOUT_S if timeout_s is None else float(timeout_s)
+    rows = []
+    for shape in shapes:
+        try:
+            with shared_gpu_work():
+                rows.append(_check_one(fn, shape, dtype, bool(transpose), bool(who), gen, dev, timeout))
+        except (ContextLostError, KernelTimeoutError):
+            raise
+        except GemmlabError as exc:     # the launcher refused this shape: record it, keep going
+            rows.append(CopyRow(shape, False, 0, 0, True, True, f"{type(exc).__name__}: {exc}"))
+        except RuntimeError as exc:
+            translated = faults.translate(exc, f"the copy of {shape[0]}×{shape[1]}")
+            if translated is exc:
+                raise
+            raise translated from None
+    return CopyResult(rows, dtype_name(dtype), bool(transpose), seed, str(dev))
+
+
+def _check_one(fn: Callable[..., Any], shape: Shape2, dtype: Any, transpose: bool, who: bool, gen: Any, dev: Any,
+               timeout: float) -> CopyRow:
+    import torch
+
+    M, N = shape
+    src = GuardedMatrix((M, N), dtype, dev)
+    dst = GuardedMatrix((N, M) if transpose else (M, N), dtype, dev)
+    src.tensor.copy_(torch.randn((M, N), generator=gen, device=dev))
+    src_before = src.bits.clone()
+    dst.poison()
+    owner = GuardedMatrix((M, N), torch.int32, dev) if who else None
+    args: tuple = (src.tensor, dst.tensor)
+    if owner is not None:
+        owner.body_bits().fill_(-1)
+        args += (owner.tensor,)
+    watched = watched_call(lambda: fn(*args), dst.bits, timeout, f"the copy of {M}×{N}", True, NO_COPIES)
+    if watched.library_calls or watched.late_elements:
+        message = (_torch_message(watched.library_calls) if watched.library_calls
+                   else late_work_message(watched.late_elements))
+        return CopyRow(shape, False, M * N, 0, True, True, message)
+    want = src.body_bits().T if transpose else src.body_bits()
+    got = dst.body_bits()
+    unwritten = got == dst.poison_value
+    bad = got != want
+    n_bad, n_unwritten = int(bad.sum()), int(unwritten.sum())
+    guards = [g.guard_writes() for g in (src, dst) + ((owner,) if owner is not None else ())]
+    guard_ok = all(g == (0, 0) for g in guards)
+    input_ok = bool(torch.equal(src.bits, src_before))
+    tiles: tuple[tuple[int, int], ...] = ()
+    if n_bad:
+        rows_, cols_ = torch.nonzero(bad, as_tuple=True)
+        tiles = tuple(sorted({(int(r) // MAP_TILE, int(c) // MAP_TILE) for r, c in zip(rows_[:4096], cols_[:4096])}))[:8]
+    passed = n_bad == 0 and guard_ok and input_ok
+    message = "ok" if passed else copy_failure_message(shape, transpose, n_bad, n_unwritten, tiles, guard_ok, input_ok)
+    return CopyRow(shape, passed, n_bad, n_unwritten, guard_ok, input_ok, message, tiles,
+                   owner.tensor.cpu().numpy() if owner is not None else None)
+
+
+def _torch_message(seen: list[str]) -> str:
+    return (f"your function used {', '.join(sorted(set(seen)))} (torch) to move or compute values: the copy must be "
+            "your kernel's work; a launcher may only allocate, view and fill")
+
+
+def copy_failure_message(shape: Shape2, transpose: bool, n_bad: int, n_unwritten: int, tiles: tuple[tuple[int, int], ...],
+             guard_ok: bool, input_ok: bool) -> str:
+    M, N = shape
+    parts = []
+    if n_bad:
+        what = "srcᵀ" if transpose else "src"
+        parts.append(f"{n_bad:,} of {M * N:,} elements of dst differ from {what} ({n_unwritten:,} never written); "
+                     f"first wrong {MAP_TILE}×{MAP_TILE} tiles of dst (tile row, tile column): {list(tiles)}")
+    if not guard_ok:
+        parts.append("the kernel wrote outside the matrices (a guard zone before or after one changed): check "
+                     "the bounds of the last tile and the row pitch")
+    if not input_ok:
+        parts.append("src changed: the kernel must only read it")
+    return "; ".join(parts) if parts else "failed"
+
+
+__all__ = ["COPY_DTYPES", "MAP_TILE", "CopyResult", "CopyRow", "MAX_COPY_ELEMENTS", "MAX_SIDE", "MAX_WHO_ELEMENTS",
+           "check_copy", "checked_dtype", "copy_shapes", "copy_failure_message"]

@@ -1,0 +1,47 @@
+"""check_copy answered by the pool: record the copy kernel's launch per shape, send it, rebuild the result.
+
+Why the same result object: a notebook tests and pictures a :class:`~gemmlab.copy_check.CopyResult`
+(its rows, its who maps) whether it came from a local GPU or the pool; its ``device`` names the pool's GPU.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..copy_check import CopyResult, CopyRow
+from ..errors import GemmlabError
+from ..runtime.memory import dtype_name
+from .errors import PoolUnavailableError, RecordingError
+from .gemm import Judging, device_text, error_for, judge_limits
+from .recording import DslRecording, Recording, record_copy
+from .requests import copy_requests
+
+Shape2 = tuple[int, int]
+
+
+def remote_copy_check(pool: Judging, fn: Callable[..., Any], shapes: Sequence[Shape2], dtype: Any,
+                      transpose: bool = False, who: bool = False, timeout_s: float | None = None) -> CopyResult:
+    """``check_copy`` of ``fn`` on the pool: one recording per distinct shape, one request per kernel."""
+    rows: dict[Shape2, CopyRow] = {}
+    recorded: list[Recording | DslRecording] = []
+    for shape in dict.fromkeys(tuple(s) for s in shapes):
+        try:
+            recorded.append(record_copy(fn, shape, dtype, transpose, who))  # type: ignore[arg-type]
+        except RecordingError:
+            raise
+        except GemmlabError as exc:  # the function refused this shape itself, as it would on a local GPU
+            rows[shape] = CopyRow(shape, False, 0, 0, True, True, f"{type(exc).__name__}: {exc}")  # type: ignore[arg-type]
+    seed, device = 0, ""
+    for request in copy_requests(recorded, dtype_name(dtype), transpose, who, judge_limits(timeout_s)):
+        reply = pool.judge(request)
+        if reply.report.verdict not in ("passed", "failed") or reply.report.check is None:
+            raise error_for(reply)
+        result = CopyResult.from_dict(reply.report.check)
+        rows.update((row.shape, row) for row in result.rows)
+        seed, device = seed or result.seed, device or device_text(reply)
+    missing = [s for s in shapes if tuple(s) not in rows]
+    if missing:
+        raise PoolUnavailableError(f"the pool answered no row for {missing[0]}: try again.")
+    return CopyResult([rows[tuple(s)] for s in shapes], dtype_name(dtype), transpose, seed, device)  # type: ignore[index]
+
+
+__all__ = ["remote_copy_check"]
