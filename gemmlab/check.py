@@ -50,6 +50,9 @@ SUITES: dict[str, list[Shape]] = {
 #: The most elements a check pads each row with (``check_gemm(pad=...)``): enough for any leading dimension a
 #: student's kernel could get wrong, small enough that padded operands stay near the unpadded size.
 MAX_PAD = 256
+#: The most elements a check shifts each operand's start by (``check_gemm(offset=...)``): any misalignment of a
+#: 16-byte vector is a shift of fewer than 8 half-precision elements.
+MAX_OFFSET = 64
 _TOLERANCES = {"float32": (1e-4, 1e-4, 1e-4), "float16": (1e-3, 2e-3, 2e-3), "bfloat16": (1e-2, 1.6e-2, 1.6e-2)}
 
 @dataclass
@@ -371,7 +374,7 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
                shapes: Any = None, alpha: float = 1.0, beta: float | None = None,
                tile: tuple[int, int] = (128, 128), atol: float | None = None, rtol: float | None = None,
                seed: int | None = None, device: str = "cuda", timeout_s: float | None = None,
-               forbid_library: bool | None = None, pad: int = 0, publish: bool = True) -> CheckResult:
+               forbid_library: bool | None = None, pad: int = 0, publish: bool = True, offset: int = 0) -> CheckResult:
     """Check ``fn`` against a float64 torch reference over a shape suite.
 
     ``convention="tn"``: ``fn(A, B, D)`` computes D = A·Bᵀ (A M×K, B N×K, D M×N, all row-major).
@@ -387,7 +390,9 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     fills: torch.matmul and an elementwise product alike) or copied the inputs to the host.
     ``pad``: each row of A, B and the output is that many elements longer than the matrix (the leading
     dimensions lda, ldb, ldc exceed the widths, as BLAS allows): the kernel must index rows by their
-    strides, and the padding of the output's rows must be left alone. ``publish=False`` keeps the result out
+    strides, and the padding of the output's rows must be left alone. ``offset``: each operand starts that many
+    elements past an aligned address (as ``buffer[offset:]`` does), so rows are not 16-byte aligned unless the
+    kernel checks before it vectorises. ``publish=False`` keeps the result out
     of the grader's report (a check used as a probe, e.g. that a launcher refuses a shape, fails by design).
     """
     import torch
@@ -402,20 +407,16 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
         raise GemmlabError(f"out_dtype must be torch.float16, torch.bfloat16 or torch.float32, not {out_dtype}.")
     if beta is None:
         beta = 0.5 if convention == "nn" else 0.0
-    try:
-        whole = -1 if isinstance(pad, bool) else operator.index(pad)   # numpy integers too
-    except TypeError:
-        whole = -1
-    if not 0 <= whole <= MAX_PAD:
-        raise GemmlabError(f"pad is a whole number of elements from 0 to {MAX_PAD}, not {pad!r:.30}.")
-    pad = whole
+    pad = _whole(pad, "pad", MAX_PAD)
+    offset = _whole(offset, "offset", MAX_OFFSET)
     if device != "cpu":
         from .remote import pool_for_work
 
         pool = pool_for_work()
         if pool is not None:  # gemmlab.connect(...) on a machine without a GPU: the class's GPU pool checks it
             return pool.check_gemm(fn, convention, dtype, out_dtype, _suite(shapes), float(alpha), float(beta),
-                                   tuple(tile), atol=atol, rtol=rtol, seed=seed, timeout_s=timeout_s, pad=pad)
+                                   tuple(tile), atol=atol, rtol=rtol, seed=seed, timeout_s=timeout_s, pad=pad,
+                                   offset=offset)
         require_gpu("check_gemm")
         dev = torch_device()
     else:
@@ -432,7 +433,7 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
             # Shape by shape, so that a timing by another grader on this GPU can take its turn between them.
             with shared_gpu_work() if on_gpu else nullcontext():
                 rows.append(_check_one(fn, shape, convention, dtype, out_dtype, float(alpha), float(beta), tile,
-                                       atol, rtol, gen, dev, timeout, forbid, pad))
+                                       atol, rtol, gen, dev, timeout, forbid, pad, offset))
         except (ContextLostError, KernelTimeoutError):
             raise
         except GemmlabError as exc:  # a rejected launch for this shape: record it, keep going
@@ -448,15 +449,26 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     return result
 
 
+def _whole(value: Any, name: str, most: int) -> int:
+    """``value`` as a whole number of elements from 0 to ``most`` (numpy integers too), or a GemmlabError."""
+    try:
+        whole = -1 if isinstance(value, bool) else operator.index(value)
+    except TypeError:
+        whole = -1
+    if not 0 <= whole <= most:
+        raise GemmlabError(f"{name} is a whole number of elements from 0 to {most}, not {value!r:.30}.")
+    return whole
+
+
 def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any, out_dtype: Any, alpha: float,
                beta: float, tile: tuple[int, int], atol: float | None, rtol: float | None, gen: Any, dev: Any,
-               timeout: float, forbid: bool = False, pad: int = 0) -> Row:
+               timeout: float, forbid: bool = False, pad: int = 0, offset: int = 0) -> Row:
     import torch
 
     M, N, K = shape
-    a = GuardedMatrix((M, K), dtype, dev, pad)
-    b = GuardedMatrix((N, K) if convention == "tn" else (K, N), dtype, dev, pad)
-    out = GuardedMatrix((M, N), out_dtype, dev, pad)
+    a = GuardedMatrix((M, K), dtype, dev, pad, offset)
+    b = GuardedMatrix((N, K) if convention == "tn" else (K, N), dtype, dev, pad, offset)
+    out = GuardedMatrix((M, N), out_dtype, dev, pad, offset)
     a.tensor.copy_(torch.randn(a.tensor.shape, generator=gen, device=dev))
     b.tensor.copy_(torch.randn(b.tensor.shape, generator=gen, device=dev))
     a_before, b_before = a.bits.clone(), b.bits.clone()
@@ -498,8 +510,8 @@ def _check_one(fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any
     guards = {"out": out.guard_writes(), "A": a.guard_writes(), "B": b.guard_writes()}
     padding_written = out.padding_writes()
     guard_ok = guards["out"] == (0, 0) and not padding_written
-    a_changed = not torch.equal(a.bits[a.guard: a.guard + a.span], a_before[a.guard: a.guard + a.span])
-    b_changed = not torch.equal(b.bits[b.guard: b.guard + b.span], b_before[b.guard: b.guard + b.span])
+    a_changed = not torch.equal(a.bits[a.start: a.start + a.span], a_before[a.start: a.start + a.span])
+    b_changed = not torch.equal(b.bits[b.start: b.start + b.span], b_before[b.start: b.start + b.span])
     changed = [n for n, c in (("A", a_changed), ("B", b_changed)) if c]
     inputs_ok = not changed and guards["A"] == (0, 0) and guards["B"] == (0, 0)
 

@@ -28,7 +28,7 @@ from .judge.answers import Answer, DslAnswer
 __all__ = [
     "FALLBACK_ARCH", "H100_ILLUSTRATION", "OPTION_NAMES", "STUB_MARK",
     "VALIDATING_ENV", "CheckFailed", "ExerciseNotDone", "GpuTestNotChecked", "Session",
-    "arch", "ask", "ask_each", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_padded",
+    "arch", "ask", "ask_each", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_misaligned", "check_padded",
     "function_done", "gemm_operands", "gpu_graded", "gpu_or_compile_only", "require_correct", "require_correct_nn", "require_refused",
     "require_source_done", "setup", "show", "source_done", "unchecked_points", "unchecked_summary", "uses_pool",
 ]
@@ -309,6 +309,14 @@ def require_correct(fn: Callable[..., Any], label: str, shapes: Any = None, hint
     if not result.passed:
         raise CheckFailed(f"{label} {_failed_how(result)}, see the table:\n{result}" + (f"\n{hint}" if hint else ""))
     return result
+
+
+def check_misaligned(fn: Callable[..., Any], label: str, M: int, N: int, K: int, shift: int) -> Any:
+    """An "nn" GEMM whose A, B and C start ``shift`` elements past a 16-byte boundary (as ``buffer[shift:]`` makes):
+    a kernel that vectorises must check the pointers first (``check_gemm(offset=...)``, so it runs wherever
+    check_gemm runs); CheckFailed with the table unless it passed."""
+    return require_correct(fn, f"{label} with A, B and C starting {shift} elements past 16-byte alignment", [(M, N, K)],
+                           convention="nn", alpha=1.0, beta=-1.0, offset=shift)
 
 
 def require_refused(fn: Callable[..., Any], label: str, shape: tuple[int, int, int], what: str,

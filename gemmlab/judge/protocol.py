@@ -12,8 +12,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..check import MAX_PAD
+from ..check import MAX_OFFSET, MAX_PAD
 from ..check import SUITES as _CHECK_SUITES
+from ..copy_check import COPY_DTYPES, MAX_COPY_ELEMENTS, MAX_WHO_ELEMENTS
 from .errors import JudgeError
 from .spec import DslSpec, KernelSpec
 
@@ -29,8 +30,10 @@ MAX_DIMENSION = 16384
 MAX_ELEMENTS = 3 * 8192 * 8192
 #: The shape suites of gemmlab.check_gemm a request may name.
 SUITES = tuple(_CHECK_SUITES)
-ACTIONS = ("check", "bench")
+ACTIONS = ("check", "bench", "copy")
 DTYPES = ("float16", "bfloat16")
+#: What a copy request may say of its kernel: dst = srcᵀ (transpose), and a third tensor of thread indices (who).
+COPY_OPTIONS = ("transpose", "who")
 OUT_DTYPES = ("float16", "bfloat16", "float32")
 #: Ceilings on the limits a request may ask for, in seconds.
 MAX_COMPILE_S = 300.0
@@ -110,6 +113,38 @@ def _tile(value: Any) -> tuple[int, int] | None:
     return value[0], value[1]
 
 
+def _copy_options(value: Any, action: str) -> dict[str, bool] | None:
+    if action != "copy":
+        if value is not None:
+            raise JudgeError("copy options apply to the copy action only.")
+        return None
+    if value is None:
+        value = {}
+    if not isinstance(value, dict) or set(value) - set(COPY_OPTIONS) or not all(
+            type(v) is bool for v in value.values()):
+        raise JudgeError(f"copy options are an object with true/false {' and '.join(COPY_OPTIONS)}, not {value!r:.60}.")
+    return {name: bool(value.get(name, False)) for name in COPY_OPTIONS}
+
+
+def _check_copy_request(request: "JudgeRequest") -> None:
+    """A copy request's limits: element types, [M, N, 1] shapes within the copy sizes, recorded launches."""
+    if request.dtype not in COPY_DTYPES:
+        raise JudgeError(f"a copy's dtype is one of {', '.join(COPY_DTYPES)}, not {request.dtype!r:.30}.")
+    if request.out_dtype not in (None, request.dtype) or request.pad is not None or request.offset is not None \
+            or request.alpha is not None \
+            or request.beta is not None or request.tile is not None:
+        raise JudgeError("a copy takes no out_dtype, pad, offset, alpha, beta or tile.")
+    if isinstance(request.shapes, str):
+        raise JudgeError("a copy's shapes are a list of [M, N, 1], not a suite.")
+    who = request.copy["who"]
+    for M, N, K in request.shapes:
+        if K != 1 or M * N > MAX_COPY_ELEMENTS or (who and M * N > MAX_WHO_ELEMENTS):
+            raise JudgeError(f"a copy's shape is [M, N, 1] with M·N at most {MAX_COPY_ELEMENTS:,} "
+                             f"({MAX_WHO_ELEMENTS:,} with a who map), not {[M, N, K]}.")
+    if not request.spec.launches and not isinstance(request.spec, DslSpec):
+        raise JudgeError("a copy kernel is judged from its recorded launches; the spec has none.")
+
+
 @dataclass(frozen=True)
 class JudgeRequest:
     """One judgement: check ``spec``'s kernel on ``shapes`` (a list or a suite name), or time it on ``shape``.
@@ -117,7 +152,11 @@ class JudgeRequest:
     ``alpha``/``beta`` (None: ``check_gemm``'s and ``bench_gemm``'s defaults) and ``tile`` (the
     heatmap's tile; None: ``check_gemm``'s) are passed on, and so is a check's ``pad`` (rows of every
     operand that many elements longer than the matrix; None: none). A spec with recorded launches must
-    have one for every shape the request runs, recorded on operands padded the same way.
+    have one for every shape the request runs, recorded on operands padded the same way. A check's ``offset``
+    starts every operand that many elements past an aligned address (None: aligned).
+
+    ``action="copy"`` checks a copy kernel instead (:func:`gemmlab.check_copy`): ``shapes`` are [M, N, 1],
+    ``dtype`` may also be float32, and ``copy`` says whether dst is srcᵀ and whether the kernel gets a who map.
     """
 
     spec: KernelSpec | DslSpec
@@ -131,13 +170,16 @@ class JudgeRequest:
     beta: float | None = None
     tile: tuple[int, int] | None = None
     pad: int | None = None
+    copy: dict[str, bool] | None = None
+    offset: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, (KernelSpec, DslSpec)):
             raise JudgeError("a request's spec is a KernelSpec or a DslSpec.")
         if self.action not in ACTIONS:
             raise JudgeError(f"action must be one of {', '.join(ACTIONS)}, not {self.action!r:.30}.")
-        if self.dtype not in DTYPES:
+        object.__setattr__(self, "copy", _copy_options(self.copy, self.action))
+        if self.dtype not in DTYPES and self.action != "copy":
             raise JudgeError(f"dtype must be one of {', '.join(DTYPES)}, not {self.dtype!r:.30}.")
         if self.out_dtype is not None and self.out_dtype not in OUT_DTYPES:
             raise JudgeError(f"out_dtype must be one of {', '.join(OUT_DTYPES)} (or null), not {self.out_dtype!r:.30}.")
@@ -160,6 +202,14 @@ class JudgeRequest:
                 raise JudgeError(f"pad is a whole number of elements from 0 to {MAX_PAD} (or null), not {self.pad!r:.30}.")
             if self.action != "check":
                 raise JudgeError("pad applies to checks only: a timing runs on unpadded operands, as bench_gemm does.")
+        if self.offset is not None:
+            if isinstance(self.offset, bool) or not isinstance(self.offset, int) or not 0 <= self.offset <= MAX_OFFSET:
+                raise JudgeError(f"offset is a whole number of elements from 0 to {MAX_OFFSET} (or null), "
+                                 f"not {self.offset!r:.30}.")
+            if self.action != "check":
+                raise JudgeError("offset applies to checks only: a timing runs on aligned operands, as bench_gemm does.")
+        if self.action == "copy":
+            _check_copy_request(self)
         if self.spec.launches or isinstance(self.spec, DslSpec):
             for shape in self.run_shapes():
                 self.spec.launch_for(*shape)
@@ -171,13 +221,13 @@ class JudgeRequest:
         return list(_CHECK_SUITES[self.shapes]) if isinstance(self.shapes, str) else list(self.shapes)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe; alpha, beta, tile and pad appear only when set, so older judges read a request without them
+        """JSON-safe; alpha, beta, tile, pad, copy and offset appear only when set, so older judges read a request without them
         unchanged (and refuse one with them: an older judge that ignored ``pad`` would run the recorded pitches on
         unpadded operands)."""
         data = {"spec": self.spec.to_dict(), "action": self.action, "dtype": self.dtype, "out_dtype": self.out_dtype,
                 "shapes": self.shapes if isinstance(self.shapes, str) else [list(s) for s in self.shapes],
                 "shape": list(self.shape), "limits": self.limits.to_dict()}
-        for name in ("alpha", "beta", "tile", "pad"):
+        for name in ("alpha", "beta", "tile", "pad", "copy", "offset"):
             if getattr(self, name) is not None:
                 data[name] = list(self.tile) if name == "tile" else getattr(self, name)
         return data
@@ -190,7 +240,8 @@ class JudgeRequest:
         """The request :meth:`to_dict` wrote; any other value is a JudgeError saying what is wrong."""
         if not isinstance(data, dict):
             raise JudgeError(f"a judge request is a JSON object, not {type(data).__name__}.")
-        fields = ("spec", "action", "dtype", "out_dtype", "shapes", "shape", "limits", "alpha", "beta", "tile", "pad")
+        fields = ("spec", "action", "dtype", "out_dtype", "shapes", "shape", "limits", "alpha", "beta", "tile", "pad",
+                  "copy", "offset")
         unknown = sorted(str(k) for k in set(data) - set(fields))
         if unknown:
             raise JudgeError(f"unknown request field(s) {', '.join(unknown)[:120]}; known: {', '.join(fields)}."
@@ -270,7 +321,7 @@ class JudgeReport:
 
 
 __all__ = [
-    "ACTIONS", "DTYPES", "JUDGE_VERSION", "JudgeLimits", "JudgeReport", "JudgeRequest", "MAX_COMPILE_S",
+    "ACTIONS", "COPY_OPTIONS", "DTYPES", "JUDGE_VERSION", "JudgeLimits", "JudgeReport", "JudgeRequest", "MAX_COMPILE_S",
     "MAX_DIMENSION", "MAX_ELEMENTS", "MAX_KERNEL_S", "MAX_REPORT_BYTES", "MAX_REQUEST_BYTES", "MAX_SCALAR",
     "MAX_SHAPES", "MAX_TILE",
     "OUT_DTYPES", "SUITES", "VERDICTS", "checked_shape",

@@ -64,7 +64,8 @@ def error_for(reply: PoolReply) -> GemmlabError:
     return kind(f"on {where}: {text}")
 
 
-def _limits(timeout_s: float | None) -> JudgeLimits:
+def judge_limits(timeout_s: float | None) -> JudgeLimits:
+    """The judge limits of a call: its kernel timeout (default, capped at the judge's ceiling) and the longest compile."""
     kernel_s = DEFAULT_TIMEOUT_S if timeout_s is None else float(timeout_s)
     return JudgeLimits(MAX_COMPILE_S, min(max(kernel_s, 0.1), MAX_KERNEL_S))
 
@@ -79,7 +80,7 @@ def _dtypes(dtype: Any, out_dtype: Any) -> tuple[Any, Any]:
 def remote_check(pool: Judging, fn: Callable[..., Any], convention: str, dtype: Any, out_dtype: Any,
                  shapes: Sequence[Shape], alpha: float, beta: float, tile: tuple[int, int],
                  atol: float | None = None, rtol: float | None = None, seed: int | None = None,
-                 timeout_s: float | None = None, pad: int = 0) -> CheckResult:
+                 timeout_s: float | None = None, pad: int = 0, offset: int = 0) -> CheckResult:
     """``check_gemm`` of ``fn`` on the pool: one recording per distinct shape, one request per kernel (``pad``:
     every operand's rows that much longer, in the recording and in the judge's check)."""
     unsupported = [name for name, value in (("seed", seed), ("atol", atol), ("rtol", rtol)) if value is not None]
@@ -91,13 +92,14 @@ def remote_check(pool: Judging, fn: Callable[..., Any], convention: str, dtype: 
     recorded: list[Recording | DslRecording] = []
     for shape in dict.fromkeys(tuple(s) for s in shapes):
         try:
-            recorded.append(record(fn, shape, convention, dtype, out_dtype, alpha, beta, pad))
+            recorded.append(record(fn, shape, convention, dtype, out_dtype, alpha, beta, pad, offset))
         except RecordingError:
             raise
         except GemmlabError as exc:  # the function refused this shape itself, as it would on a local GPU
             rows[shape] = Row(shape, False, math.nan, None, 0, True, True, f"{type(exc).__name__}: {exc}")
     replies = [pool.judge(request) for request in check_requests(
-        recorded, convention, dtype_name(dtype), dtype_name(out_dtype), alpha, beta, tile, _limits(timeout_s), pad)]
+        recorded, convention, dtype_name(dtype), dtype_name(out_dtype), alpha, beta, tile, judge_limits(timeout_s), pad,
+        offset)]
     seed_used, device = 0, ""
     for reply in replies:
         if reply.report.verdict not in ("passed", "failed") or reply.report.check is None:
@@ -127,11 +129,11 @@ def remote_bench(pool: Judging, fn: Callable[..., Any], shape: Shape, convention
         raise GemmlabError(f"shape must be three positive sizes (M, N, K), not {shape!r}.")
     recording = record(fn, shape, convention, dtype, out_dtype, alpha, beta)
     reply = pool.judge(bench_request(recording, convention, dtype_name(dtype), dtype_name(out_dtype), alpha, beta,
-                                     _limits(timeout_s)))
+                                     judge_limits(timeout_s)))
     if reply.report.verdict != "passed" or reply.report.bench is None:
         raise error_for(reply)
     result = BenchResult.from_dict(reply.report.bench)
     return dataclasses.replace(result, label=label, device=device_text(reply))
 
 
-__all__ = ["Judging", "device_text", "error_for", "remote_bench", "remote_check"]
+__all__ = ["Judging", "device_text", "error_for", "judge_limits", "remote_bench", "remote_check"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..errors import GemmlabError
-from ..integrity import library_guard
+from ..integrity import DATA_MOVEMENT, NO_COPIES, library_guard
 from ..judge.binding import check_positional
 from ..judge.errors import JudgeError
 from ..judge.spec import RecordedLaunch
@@ -123,87 +123,130 @@ def student_options(options: tuple[str, ...], arch: str) -> tuple[str, ...]:
     return tuple(options[start:])
 
 
-def _argument(value: Any, position: int, operands: dict[int, str]) -> str | int | float:
+#: How a recording names the tensors it passes: the GEMM's operands, or a copy's.
+GEMM_TENSORS = "A, B or the output"
+COPY_TENSORS = "src, dst or the who map"
+
+
+def _argument(value: Any, position: int, operands: dict[int, str], tensors: str = GEMM_TENSORS) -> str | int | float:
     import torch
 
     if isinstance(value, torch.Tensor):
         if id(value) not in operands:
             raise RecordingError(
-                f"argument {position} of the kernel is a tensor that is not A, B or the output itself (a view, copy, "
-                "scratch buffer or new tensor). The pool gives the kernel only the three operands: pass A, B and "
-                "C/D to the kernel directly.")
+                f"argument {position} of the kernel is a tensor that is not {tensors} itself (a view, copy, "
+                f"scratch buffer or new tensor). The pool gives the kernel only the call's tensors ({tensors}): "
+                "pass them to the kernel directly.")
         return operands[id(value)]
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise RecordingError(f"argument {position} of the kernel is a {type(value).__name__}: the pool passes only "
-                             "the operand tensors and numbers (ints, floats).")
+                             "the tensors and numbers (ints, floats).")
     return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
-def _probes(shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any, pad: int = 0) -> list[Any]:
-    """The stand-ins as CPU tensors at distinct, aligned addresses (what a DSL recording relocates from)."""
+def gemm_probes(shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any, pad: int = 0,
+            offset: int = 0) -> list[Any]:
+    """The stand-ins as CPU tensors at distinct addresses (what a DSL recording relocates from), aligned, or
+    ``offset`` elements past alignment as the check will place them."""
     from ..dsl.recording import probe
 
-    return [probe(t.shape, t.stride(), t.dtype, 0) for t in stand_ins(shape, convention, dtype, out_dtype, pad)]
+    return [probe(t.shape, t.stride(), t.dtype, offset * t.element_size())
+            for t in stand_ins(shape, convention, dtype, out_dtype, pad)]
 
 
 def record(fn: Callable[..., Any], shape: tuple[int, int, int], convention: str, dtype: Any, out_dtype: Any,
-           alpha: float = 1.0, beta: float = 0.0, pad: int = 0) -> Recording | DslRecording:
-    """Call ``fn`` once on stand-ins of ``shape`` (rows padded by ``pad``, as the check will pad them) and return
-    its launches as data.
+           alpha: float = 1.0, beta: float = 0.0, pad: int = 0, offset: int = 0) -> Recording | DslRecording:
+    """Call ``fn`` once on stand-ins of ``shape`` (rows padded by ``pad`` and starts shifted by ``offset``, as the
+    check will place them) and return its launches as data.
 
     A GemmlabError the function raises itself (a LaunchError of its own checks, a bad grid)
     passes through, as a local check reports it for that shape; anything that cannot be sent
     is a :class:`RecordingError`.
     """
+    A, B, out = probes = gemm_probes(shape, convention, dtype, out_dtype, pad, offset)
+    call_args = (A, B, out) if convention == "tn" else (A, B, out, alpha, beta)
+    return _record(fn, call_args, probes, shape, "your GEMM function", GEMM_TENSORS, DATA_MOVEMENT)
+
+
+def copy_probes(shape: tuple[int, int], dtype: Any, transpose: bool) -> list[Any]:
+    """A copy's stand-ins in recorded order (src, who map, dst), as CPU tensors at distinct aligned addresses; the
+    who map's place holds a 4-element placeholder when the copy has none (the judge passes the same)."""
+    import torch
+
+    from ..dsl.recording import probe
+
+    M, N = shape
+    dst = (N, M) if transpose else (M, N)
+    return [probe((M, N), (N, 1), dtype, 0), probe((M, N), (N, 1), torch.int32, 0), probe(dst, (dst[1], 1), dtype, 0)]
+
+
+def record_copy(fn: Callable[..., Any], shape: tuple[int, int], dtype: Any, transpose: bool = False,
+                who: bool = False) -> Recording | DslRecording:
+    """Call a copy function ``fn(src, dst[, who])`` once on stand-ins of ``shape`` (M, N) and return its launch as
+    data, under the problem size (M, N, 1). Torch copies in ``fn`` are refused: the kernel must move the data."""
+    src, owner, dst = probes = copy_probes(shape, dtype, transpose)
+    if not who:
+        from ..dsl.recording import probe
+        import torch
+
+        probes[1] = probe((4,), (1,), torch.int32, 0)
+    call_args = (src, dst, owner) if who else (src, dst)
+    return _record(fn, call_args, probes, (shape[0], shape[1], 1), "your copy function", COPY_TENSORS, NO_COPIES)
+
+
+def _record(fn: Callable[..., Any], call_args: tuple[Any, ...], probes: list[Any], shape: tuple[int, int, int],
+            what: str, tensors: str, allowed: frozenset[str]) -> Recording | DslRecording:
+    """Call ``fn(*call_args)`` with kernel launches written down; ``probes`` are the three tensors in role order
+    (A, B, out), ``what`` and ``tensors`` name the function and its tensors in messages."""
     from ..dsl.host_recording import H100_ATTRIBUTES
     from ..dsl.host_recording import RecordingError as DslRecordingError
     from ..dsl.recording import recording
     from ..kernel import Kernel
 
-    A, B, out = probes = _probes(shape, convention, dtype, out_dtype, pad)
-    call_args = (A, B, out) if convention == "tn" else (A, B, out, alpha, beta)
     try:
-        with kernel_calls() as calls, library_guard(True) as computed, \
+        with kernel_calls() as calls, library_guard(True, allowed) as computed, \
                 recording(POOL_ARCH, H100_ATTRIBUTES, probes) as dsl:
             fn(*call_args)
     except DslRecordingError as exc:
-        raise RecordingError(f"your GEMM function cannot be sent to the pool: {exc}") from None
+        raise RecordingError(f"{what} cannot be sent to the pool: {exc}") from None
     except GemmlabError:
         raise
     except Exception as exc:
         raise RecordingError(
-            f"your GEMM function raised {type(exc).__name__}: {str(exc)[:300]} while its launch was recorded for the "
+            f"{what} raised {type(exc).__name__}: {str(exc)[:300]} while its launch was recorded for the "
             "pool. It runs here on stand-in tensors that hold no data (torch's meta device), on a machine without "
             "a GPU: it may read shapes, dtypes and strides and call a gemmlab Kernel, nothing that needs the "
             "values or CUDA.") from None
     launched_dsl = any(step["op"] == "launch" for step in dsl.steps)
     if launched_dsl and calls:
-        raise RecordingError("your GEMM function launched a C++ kernel and a CuTe DSL kernel in one call; the pool "
-                             "runs one kind per GEMM call.")
+        raise RecordingError(f"{what} launched a C++ kernel and a CuTe DSL kernel in one call; the pool "
+                             "runs one kind per call.")
+    if computed and (not launched_dsl or allowed is not DATA_MOVEMENT):
+        raise RecordingError(
+            f"{what} {'computes' if allowed is DATA_MOVEMENT else 'copies or computes'} with torch "
+            f"({', '.join(sorted(set(computed)))}); the pool runs only "
+            "the kernel your function launches, so the result must come from that kernel alone.")
     if launched_dsl:
         try:
             return DslRecording(tuple(shape), dsl.plan())  # type: ignore[arg-type]
         except DslRecordingError as exc:
-            raise RecordingError(f"your GEMM function cannot be sent to the pool: {exc}") from None
-    if computed:
-        raise RecordingError(
-            f"your GEMM function computes with torch ({', '.join(sorted(set(computed)))}); the pool runs only the "
-            "kernel your function launches, so the product must come from that kernel alone.")
+            raise RecordingError(f"{what} cannot be sent to the pool: {exc}") from None
     if not calls:
         raise RecordingError(
-            "your GEMM function launched no kernel compiled with gemmlab, so there is nothing to send to the pool. "
-            "The pool runs C++ kernels launched as kernel(A, B, C, ..., grid=..., block=...) and CuTe DSL kernels "
+            f"{what} launched no kernel compiled with gemmlab, so there is nothing to send to the pool. "
+            "The pool runs C++ kernels launched as kernel(tensors..., grid=..., block=...) and CuTe DSL kernels "
             "made with gemmlab.dsl.compile or gemmlab.dsl.gemm_fn; torch-only functions run only on a local GPU.")
     if len(calls) > 1:
-        raise RecordingError(f"your GEMM function launched kernels {len(calls)} times in one call; the pool runs "
-                             "one kernel launch per GEMM call.")
+        raise RecordingError(f"{what} launched kernels {len(calls)} times in one call; the pool runs "
+                             "one kernel launch per call.")
     (call,) = calls
     kernel = call.kernel
     if not isinstance(kernel, Kernel):
         raise RecordingError("the launched kernel is not a gemmlab.Kernel from gemmlab.compile.")
     grid, block = validate_launch(call.grid, call.block, call.smem, LaunchLimits(), name=kernel.name)
+    A, B, out = probes
     roles = {id(A): "A", id(B): "B", id(out): "out"}
-    args = tuple(_argument(v, i, roles) for i, v in enumerate(call.args))
+    args = tuple(_argument(v, i, roles, tensors) for i, v in enumerate(call.args))
     try:
         check_positional(kernel.params, args, kernel.name)
         launch = RecordedLaunch(tuple(shape), grid, block, int(call.smem), args)  # type: ignore[arg-type]
@@ -213,5 +256,5 @@ def record(fn: Callable[..., Any], shape: tuple[int, int, int], convention: str,
                                   kernel.arch), launch)
 
 
-__all__ = ["DslRecording", "KernelCall", "KernelSource", "POOL_ARCH", "Recording", "kernel_calls", "record", "stand_ins",
-           "student_options"]
+__all__ = ["DslRecording", "KernelCall", "KernelSource", "POOL_ARCH", "Recording", "copy_probes", "gemm_probes", "kernel_calls", "record",
+           "record_copy", "stand_ins", "student_options"]

@@ -44,9 +44,11 @@ class GuardedMatrix:
     :meth:`body_bits` is the matrix seen as integers. With ``pad`` each row is ``pad`` elements longer
     than the matrix (a leading dimension of columns + pad, as BLAS allows); the padding holds the
     sentinel too, so a kernel that ignores the row pitch writes where :meth:`padding_writes` sees it.
+    With ``offset`` the matrix starts that many elements past the guard zone's aligned end (a view into
+    a bigger buffer, as ``buffer[offset:]`` makes): a kernel that assumes 16-byte aligned rows is caught.
     """
 
-    def __init__(self, shape: tuple[int, int], dtype: Any, device: Any, pad: int = 0) -> None:
+    def __init__(self, shape: tuple[int, int], dtype: Any, device: Any, pad: int = 0, offset: int = 0) -> None:
         import torch
 
         self.shape = (int(shape[0]), int(shape[1]))
@@ -55,19 +57,21 @@ class GuardedMatrix:
         self.pitch = self.shape[1] + self.pad
         self.elem = torch.empty((), dtype=dtype).element_size()
         self.guard = GUARD_BYTES // self.elem
+        self.offset = int(offset)
+        self.start = self.guard + self.offset       #: elements before the matrix's first element, all sentinel
         self.numel = self.shape[0] * self.shape[1]
         self.span = self.shape[0] * self.pitch      #: elements from the first row to the last row's padding
-        self.buffer = torch.empty(self.guard * 2 + self.span, dtype=dtype, device=device)
+        self.buffer = torch.empty(self.start + self.span + self.guard, dtype=dtype, device=device)
         self.bits = self.buffer.view(int_view_dtype(self.elem))
         self.sentinel = as_signed(SENTINEL_BITS[self.elem], self.elem)
-        self.bits[: self.guard].fill_(self.sentinel)
-        self.bits[self.guard + self.span:].fill_(self.sentinel)
+        self.bits[: self.start].fill_(self.sentinel)
+        self.bits[self.start + self.span:].fill_(self.sentinel)
         self._padding().fill_(self.sentinel)
         self.tensor = self._rows(self.buffer)[:, : self.shape[1]]
 
     def _rows(self, flat: Any) -> Any:
         """The matrix's rows with their padding, as a (rows, pitch) view of the buffer ``flat`` (or its bits)."""
-        return flat[self.guard: self.guard + self.span].view(self.shape[0], self.pitch)
+        return flat[self.start: self.start + self.span].view(self.shape[0], self.pitch)
 
     def _padding(self) -> Any:
         return self._rows(self.bits)[:, self.shape[1]:]
@@ -91,8 +95,8 @@ class GuardedMatrix:
 
     def guard_writes(self) -> tuple[int, int]:
         """How many elements of the (before, after) guard zone no longer hold the sentinel."""
-        before = int((self.bits[: self.guard] != self.sentinel).sum())
-        after = int((self.bits[self.guard + self.span:] != self.sentinel).sum())
+        before = int((self.bits[: self.start] != self.sentinel).sum())
+        after = int((self.bits[self.start + self.span:] != self.sentinel).sum())
         return before, after
 
     def padding_writes(self) -> int:

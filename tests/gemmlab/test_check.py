@@ -85,6 +85,29 @@ def test_padded_rows_catch_a_kernel_that_ignores_the_pitch_or_writes_the_padding
             check_gemm(good_nn, convention="nn", shapes=SHAPES, pad=bad, device="cpu")
 
 
+def test_operands_that_start_past_alignment_are_views_that_a_correct_gemm_still_multiplies():
+    """``offset``: A, B and C start that many elements past a 16-byte boundary; the check's guard zones still
+    catch a write just before C's first element."""
+    seen = []
+
+    def records_alignment(A, B, C, alpha, beta):
+        seen.append([t.data_ptr() % 16 for t in (A, B, C)])
+        good_nn(A, B, C, alpha, beta)
+
+    assert check_gemm(records_alignment, convention="nn", shapes=[(33, 17, 9)], offset=3, device="cpu").passed
+    assert seen == [[6, 6, 6]]
+
+    def writes_before(A, B, C, alpha, beta):
+        good_nn(A, B, C, alpha, beta)
+        torch.as_strided(C, (1,), (1,), C.storage_offset() - 1).fill_(0)
+
+    r = check_gemm(writes_before, convention="nn", shapes=[(33, 17, 9)], offset=3, device="cpu")
+    assert not r.passed and not r.rows[0].guard_ok
+    for bad in (-1, 65, 1.5, True):
+        with pytest.raises(GemmlabError, match="offset is a whole number"):
+            check_gemm(good_nn, convention="nn", shapes=SHAPES, offset=bad, device="cpu")
+
+
 def test_out_of_bounds_store_is_caught_by_guard_zone():
     def oob(A, B, D):
         good(A, B, D)

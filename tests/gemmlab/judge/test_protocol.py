@@ -71,6 +71,10 @@ def test_malformed_and_oversized_requests_are_refused(raw: bytes, message: str) 
     (dict(pad=2.5), "pad is a whole number"),
     (dict(pad="8"), "pad is a whole number"),
     (dict(pad=8, action="bench"), "pad applies to checks only"),
+    (dict(offset=-1), "offset is a whole number"),
+    (dict(offset=65), "offset is a whole number"),
+    (dict(offset=True), "offset is a whole number"),
+    (dict(offset=3, action="bench"), "offset applies to checks only"),
 ])
 def test_hostile_fields_are_refused_with_the_reason(changes: dict, message: str) -> None:
     with pytest.raises(JudgeError, match=message):

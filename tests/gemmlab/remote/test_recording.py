@@ -1,13 +1,14 @@
 """Recording a GEMM function's launch without a GPU, and what cannot be recorded."""
 from __future__ import annotations
 
-
 import json
+import math
 
 import pytest
 import torch
 
 import gemmlab
+from gemmlab import nbhelpers as nbh
 from gemmlab.judge import JudgeLimits, JudgeRequest
 from gemmlab.judge.backend import FakeBackend, judge
 from gemmlab.kernel import Kernel
@@ -15,7 +16,7 @@ from gemmlab.remote import RecordingError
 from gemmlab.remote.recording import record, student_options
 from gemmlab.remote.requests import by_kernel, check_requests
 
-from .launchers import nn_launcher, tn_kernel, tn_launcher
+from .launchers import NN_SOURCE, nn_launcher, tn_kernel, tn_launcher
 
 F16 = torch.float16
 
@@ -34,6 +35,26 @@ def test_an_nn_launch_records_pitches_and_the_scalars_it_was_called_with() -> No
     r = record(nn_launcher(), (100, 70, 30), "nn", F16, F16, alpha=0.75, beta=-1.0)
     assert r.launch.args == ("A", "B", "out", 100, 70, 30, 30, 70, 70, 0.75, -1.0)
     assert r.launch.grid == (3, 13, 1) and r.launch.block == (32, 8, 1)
+
+
+def test_a_misaligned_check_records_on_operands_past_alignment_and_sends_its_offset() -> None:
+    """check_misaligned on the pool: the function sees operands 3 elements (6 bytes) past alignment, as it would on a
+    local GPU (a launcher that refuses them refuses here too), and the request tells the judge to place its own so."""
+    from gemmlab.remote.recording import gemm_probes
+
+    assert [p.data_ptr() % 16 for p in gemm_probes((100, 70, 30), "nn", F16, F16, 0, 3)] == [6, 6, 6]
+    with pytest.raises(gemmlab.LaunchError, match="16-byte aligned"):
+        record(nn_launcher(), (100, 70, 30), "nn", F16, F16, alpha=1.0, beta=-1.0, offset=3)
+    kernel = gemmlab.compile(NN_SOURCE, "ladder_tiny", arch="sm_90a", options=("-DTILE=32",))
+
+    def any_alignment(A, B, C, alpha, beta):
+        M, N, K = nbh.gemm_operands(A, B, C)
+        kernel(A, B, C, M, N, K, A.stride(0), B.stride(0), C.stride(0), float(alpha), float(beta),
+               grid=(math.ceil(N / 32), math.ceil(M / 8)), block=(32, 8))
+
+    r = record(any_alignment, (100, 70, 30), "nn", F16, F16, alpha=1.0, beta=-1.0, offset=3)
+    (request,) = check_requests([r], "nn", "float16", "float16", 1.0, -1.0, (128, 128), JudgeLimits(), offset=3)
+    assert JudgeRequest.from_json(request.to_json()).offset == 3 and request.pad is None
 
 
 def test_a_padded_check_records_the_pitches_of_padded_rows_and_sends_the_padding() -> None:

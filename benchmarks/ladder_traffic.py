@@ -1,0 +1,144 @@
+"""Where the CUDA ladder's memory traffic goes: Nsight Compute counters of rungs 3-6 at 4096³ against the ideal.
+
+Run on a GPU machine with ncu (on PATH or at /usr/local/cuda/bin/ncu):
+
+    python3 benchmarks/ladder_traffic.py [--shape 4096] [--out traffic.json]
+
+Each rung of notebook 08's solutions (``tools/solution_cells.py``) runs once, C = A·B with beta = 0,
+in a child process under ONE ncu invocation. For each kernel it prints, in 32-byte sectors:
+
+- global loads (plain and ``cp.async``) that L1 handled, against the ideal for its CTA tile: every
+  CTA reads its BM×K strip of A and K×BN strip of B once, so A is read ⌈N/BN⌉ times and B ⌈M/BM⌉;
+- sectors L1 asked L2 for (what reached L2), and DRAM bytes read;
+- global stores against the ideal (C written once), and local-memory sectors (spills and arrays
+  the compiler could not keep in registers);
+- shared-memory bank conflicts.
+
+The ratios say which part of a kernel's traffic is excess and where it comes from.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+ASSIGNMENT = "08_cuda_ladder"
+TAGS = ["kernel:ladder_launch", "kernel:ladder_naive", "kernel:ladder_smem", "kernel:ladder_wmma_common",
+        "kernel:ladder_wmma", "kernel:ladder_pipe", "kernel:ladder_swizzle_src", "kernel:ladder_any"]
+#: Rung -> the notebook's config dict that sets its CTA tile.
+RUNGS = {"ladder_wmma": "WMMA_CONFIG", "ladder_dbuf": "DBUF_CONFIG", "ladder_swizzle": "SWIZZLE_CONFIG",
+         "ladder_any": "ANY_CONFIG"}
+METRICS = {
+    "global_ld": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "global_ldgsts": "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",
+    "l2_read_from_l1": "lts__t_sectors_srcunit_tex_op_read.sum",
+    "dram_read_bytes": "dram__bytes_read.sum",
+    "global_st": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "local_ld": "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "local_st": "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    "smem_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+    "smem_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+}
+SECTOR = 32
+
+
+def child(size: int) -> None:
+    """Run every rung once on size³ fp16 (ncu profiles these launches)."""
+    import torch
+
+    import solution_cells
+
+    ns = solution_cells.load_namespace(ASSIGNMENT, TAGS)
+    A = torch.randn(size, size, device="cuda").half()
+    B = torch.randn(size, size, device="cuda").half()
+    for rung in RUNGS:
+        C = torch.empty(size, size, device="cuda").half()
+        ns[rung](A, B, C, 1.0, 0.0)
+        torch.cuda.synchronize()
+    configs = {rung: {k: ns[name][k] for k in ("BM", "BN", "BK")} for rung, name in RUNGS.items()}
+    print("CONFIGS " + json.dumps(configs), flush=True)
+
+
+def find_ncu() -> str:
+    for candidate in (shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
+        if candidate and Path(candidate).exists():
+            return candidate
+    raise SystemExit("ncu not found: put Nsight Compute on PATH or at /usr/local/cuda/bin/ncu")
+
+
+def profile(size: int) -> tuple[list[dict[str, float]], dict]:
+    """Counters of each profiled ladder launch in call order, and the rungs' tile configs."""
+    metrics = dict(METRICS)
+    for _ in range(len(METRICS)):
+        cmd = [find_ncu(), "--csv", "--kernel-name", "regex:ladder_", "--metrics", ",".join(metrics.values()),
+               sys.executable, __file__, "--child", "--shape", str(size)]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+        missing = re.findall(r"Failed to find metric (\S+)", run.stdout + run.stderr)
+        if not missing:
+            break
+        metrics = {k: v for k, v in metrics.items() if v not in {m.strip("'\".,") for m in missing}}
+    configs = json.loads(next(line[len("CONFIGS "):] for line in run.stdout.splitlines() if line.startswith("CONFIGS ")))
+    rows = [line for line in run.stdout.splitlines() if line.startswith('"')]
+    launches: dict[str, dict[str, float]] = {}
+    for row in csv.DictReader(io.StringIO("\n".join(rows))):
+        key = row["ID"]
+        values = launches.setdefault(key, {"kernel": row["Kernel Name"]})
+        name = next((k for k, v in metrics.items() if v == row["Metric Name"]), None)
+        if name:
+            values[name] = float(row["Metric Value"].replace(",", ""))
+    return [launches[k] for k in sorted(launches, key=int)], configs
+
+
+def ideal_sectors(size: int, cfg: dict, elem: int = 2) -> tuple[float, float]:
+    """(global load sectors, global store sectors) of one size³ GEMM with this CTA tile, each byte once per CTA."""
+    M = N = K = size
+    load = elem * (M * K * math.ceil(N / cfg["BN"]) + K * N * math.ceil(M / cfg["BM"]))
+    return load / SECTOR, elem * M * N / SECTOR
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shape", type=int, default=4096, help="M = N = K")
+    p.add_argument("--out", type=Path, default=None, help="write the counters as JSON")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        child(args.shape)
+        return
+    launches, configs = profile(args.shape)
+    if len(launches) != len(RUNGS):
+        raise SystemExit(f"expected {len(RUNGS)} profiled ladder launches, got {len(launches)}: {launches}")
+    print(f"The ladder's memory traffic at {args.shape}³ fp16, beta = 0 (Nsight Compute, 32-byte sectors)\n")
+    print("| rung | tile BM×BN×BK | global loads / ideal | L1→L2 reads / ideal | DRAM read / ideal bytes | "
+          "stores / ideal | local ld + st sectors | smem conflicts / wavefronts |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    out = {}
+    for (rung, cfg), got in zip(configs.items(), launches):
+        load, store = ideal_sectors(args.shape, cfg)
+        loads = got.get("global_ld", 0) + got.get("global_ldgsts", 0)
+        local = got.get("local_ld", 0) + got.get("local_st", 0)
+        conflicts = got.get("smem_conflicts", math.nan) / max(got.get("smem_wavefronts", math.nan), 1)
+        print(f"| {rung} | {cfg['BM']}×{cfg['BN']}×{cfg['BK']} | {loads / load:.2f} | "
+              f"{got.get('l2_read_from_l1', math.nan) / load:.2f} | "
+              f"{got.get('dram_read_bytes', math.nan) / (2 * 2 * args.shape ** 2):.2f} | "
+              f"{got.get('global_st', math.nan) / store:.2f} | {local:,.0f} | {conflicts:.2f} |")
+        out[rung] = {"config": cfg, "ideal_load_sectors": load, "ideal_store_sectors": store, **got}
+    print("\nideal loads: A read once per CTA column and B once per CTA row; DRAM ideal: A and B read once.")
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=1))
+        print(f"saved {args.out}")
+
+
+if __name__ == "__main__":
+    main()
