@@ -96,7 +96,8 @@ def profile(size: int) -> tuple[list[dict[str, float]], dict]:
         values = launches.setdefault(key, {"kernel": row["Kernel Name"]})
         name = next((k for k, v in metrics.items() if v == row["Metric Name"]), None)
         if name:
-            values[name] = float(row["Metric Value"].replace(",", ""))
+            text = row["Metric Value"].replace(",", "")
+            values[name] = float(text) if re.fullmatch(r"[0-9.eE+-]+", text) else math.nan   # "n/a": not counted
     return [launches[k] for k in sorted(launches, key=int)], configs
 
 

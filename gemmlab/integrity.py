@@ -142,8 +142,16 @@ def watched_call(call: Callable[[], Any], output: Any, timeout_s: float, what: s
     """Run ``call()`` once on gemmlab's watched stream, with library calls (operators outside ``allowed``)
     recorded when ``forbid_library``, and count the elements of ``output`` (a CUDA tensor, e.g. its bits) that
     changed after the call returned: work it left running on another stream."""
-    with library_guard(forbid_library, allowed) as used:
-        returned, on_return = call_and_snapshot(call, output, timeout_s, what)
+    used: list[str] = []
+
+    def guarded() -> Any:   # the guard watches the call alone, not gemmlab's own snapshot copy after it
+        with library_guard(forbid_library, allowed) as seen:
+            try:
+                return call()
+            finally:
+                used.extend(seen)
+
+    returned, on_return = call_and_snapshot(guarded, output, timeout_s, what)
     late = int((on_return != output).sum())
     return WatchedCall(returned, used, late)
 

@@ -23,19 +23,19 @@ def _fn(name: str, *defines: str):
 
 
 def test_check_copy_passes_right_copies_and_says_what_is_wrong_with_the_others() -> None:
-    assert gemmlab.check_copy(_fn("cc_right"), [(96, 256), (33, 65), (1, 1)], torch.float16).passed
+    assert gemmlab.check_copy(_fn("cc_right"), [(96, 256), (33, 65), (1, 1)], torch.float32).passed
     transpose = _fn("cc_transpose", "TRANSPOSE")
     assert gemmlab.check_copy(transpose, [(64, 96), (7, 45)], torch.float32, transpose=True).passed
     assert not gemmlab.check_copy(transpose, [(64, 96)], torch.float32).passed      # a transpose is not a copy
-    row = gemmlab.check_copy(_fn("cc_skip", "SKIP_LAST"), [(64, 96)], torch.bfloat16).rows[0]
+    row = gemmlab.check_copy(_fn("cc_skip", "SKIP_LAST"), [(64, 96)], torch.float32).rows[0]
     assert not row.passed and row.n_unwritten == 64 * 32 and row.bad_tiles == ((0, 2), (1, 2))
-    result = gemmlab.check_copy(_fn("cc_who", "WHO"), [(64, 128)], who=True)
+    result = gemmlab.check_copy(_fn("cc_who", "WHO"), [(64, 128)], torch.float32, who=True)
     assert result.passed and np.array_equal(result.who((64, 128)), expected_who(64, 128))
 
     def torch_copy(src, dst):
         dst.copy_(src)
 
-    row = gemmlab.check_copy(torch_copy, [(32, 32)]).rows[0]
+    row = gemmlab.check_copy(torch_copy, [(32, 32)], torch.float32).rows[0]
     assert not row.passed and "aten::copy_" in row.message
 
 
@@ -48,9 +48,9 @@ def _judged(fn, shapes, dtype: str, transpose: bool = False, who: bool = False) 
 
 
 def test_the_judge_gives_recorded_copies_the_local_verdicts() -> None:
-    assert _judged(_fn("cj_right"), [(96, 256), (33, 65)], "float16").passed
+    assert _judged(_fn("cj_right"), [(96, 256), (33, 65)], "float32").passed
     assert _judged(_fn("cj_transpose", "TRANSPOSE"), [(64, 96)], "float32", transpose=True).passed
-    skipped = _judged(_fn("cj_skip", "SKIP_LAST"), [(64, 96)], "bfloat16").rows[0]
+    skipped = _judged(_fn("cj_skip", "SKIP_LAST"), [(64, 96)], "float32").rows[0]
     assert not skipped.passed and skipped.bad_tiles == ((0, 2), (1, 2))
     mapped = _judged(_fn("cj_who", "WHO"), [(64, 128)], "float32", who=True)
     assert mapped.passed and np.array_equal(mapped.who((64, 128)), expected_who(64, 128))
