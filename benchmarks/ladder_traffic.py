@@ -127,8 +127,9 @@ def main() -> None:
     out = {}
     for (rung, cfg), got in zip(configs.items(), launches):
         load, store = ideal_sectors(args.shape, cfg)
-        loads = got.get("global_ld", 0) + got.get("global_ldgsts", 0)
-        local = got.get("local_ld", 0) + got.get("local_st", 0)
+        counted = lambda *names: sum(v for v in (got.get(n, math.nan) for n in names) if not math.isnan(v))  # noqa: E731
+        loads = counted("global_ld", "global_ldgsts")
+        local = counted("local_ld", "local_st")
         conflicts = got.get("smem_conflicts", math.nan) / max(got.get("smem_wavefronts", math.nan), 1)
         print(f"| {rung} | {cfg['BM']}×{cfg['BN']}×{cfg['BK']} | {loads / load:.2f} | "
               f"{got.get('l2_read_from_l1', math.nan) / load:.2f} | "

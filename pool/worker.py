@@ -39,6 +39,9 @@ def judge_on_gpu(request: JudgeRequest, gpu: str, timeout_s: float, backend: str
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend is one of {', '.join(BACKENDS)}, not {backend!r}.")
+    if backend == "gpu" and memory_limit_mb:
+        raise ValueError("a GPU judge runs without an address-space limit: CUDA reserves far more address space than "
+                         "it uses, so opening its context would fail (out of memory); the judge limits its compile.")
     payload = request.to_json().encode()
     command = judge_command(backend)
     if not sandbox:
