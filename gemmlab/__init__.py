@@ -29,6 +29,7 @@ _LAZY = {
     "Kernel": ("gemmlab.kernel", "Kernel"),
     "check_gemm": ("gemmlab.check", "check_gemm"),
     "check_copy": ("gemmlab.copy_check", "check_copy"),
+    "bench_copy": ("gemmlab.copy_check", "bench_copy"),
     "bench_gemm": ("gemmlab.bench", "bench_gemm"),
     "ceilings": ("gemmlab.ceilings", "ceilings"),
     "roofline": ("gemmlab.roofline", "roofline"),

@@ -6,11 +6,14 @@ thread wrote what is part of the lesson. The same safeguards as :func:`gemmlab.c
 random input, an output poisoned with a marked NaN, every buffer inside guard zones, work left
 on another stream caught, and no torch operator that moves values (a copy, a clone, a transpose
 made contiguous): the kernel must do the copying. After ``gemmlab.connect`` on a machine without a
-GPU, the class's GPU pool runs it and the result names the pool's GPU.
+GPU, the class's GPU pool runs it and the result names the pool's GPU. :func:`bench_copy` times such
+a kernel (GB/s, with the interval of its median).
 """
 from __future__ import annotations
 
+import math
 import secrets
+import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -206,6 +209,99 @@ def check_copy(fn: Callable[..., Any], shapes: Any = ((128, 256),), dtype: Any =
     return CopyResult(rows, dtype_name(dtype), bool(transpose), seed, str(dev))
 
 
+@dataclass(frozen=True)
+class CopyTiming:
+    """What :func:`bench_copy` measured: the median of the timed batches and the bandwidth it means.
+
+    ``gbps`` counts the bytes read and written (2 × M × N × element size) per second; ``low_gbps`` and
+    ``high_gbps`` bound the median with ``coverage`` (gemmlab.spread.median_interval over the batches).
+    """
+
+    shape: Shape2
+    dtype: str
+    transpose: bool
+    ms: float
+    gbps: float
+    low_gbps: float
+    high_gbps: float
+    coverage: float
+    batches: int
+    device: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dtype": self.dtype, "transpose": self.transpose, "ms": self.ms,
+                "gbps": self.gbps, "low_gbps": self.low_gbps, "high_gbps": self.high_gbps, "coverage": self.coverage,
+                "batches": self.batches, "device": self.device}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "CopyTiming":
+        try:
+            values = [float(data[k]) for k in ("ms", "gbps", "low_gbps", "high_gbps", "coverage")]
+            if not all(math.isfinite(v) and v >= 0 for v in values):
+                raise ValueError("not finite")
+            return cls(_shape2(data["shape"]), str(data["dtype"]), bool(data["transpose"]), *values,
+                       int(data["batches"]), str(data.get("device", "")))
+        except (KeyError, TypeError, ValueError, GemmlabError) as exc:
+            raise GemmlabError(f"not a copy timing ({type(exc).__name__}: {str(exc)[:80]}).") from None
+
+    def __str__(self) -> str:
+        where = f" on {self.device}" if self.device else ""
+        return (f"{'transpose' if self.transpose else 'copy'} {self.shape[0]}×{self.shape[1]} {self.dtype}: "
+                f"{self.gbps:,.0f} GB/s (median of {self.batches} batches, {self.coverage:.0%} interval "
+                f"{self.low_gbps:,.0f}–{self.high_gbps:,.0f}){where}")
+
+
+def bench_copy(fn: Callable[..., Any], shape: Any = (8192, 8192), dtype: Any = None, *, transpose: bool = False,
+               batches: int = 20, timeout_s: float | None = None) -> CopyTiming:
+    """Time ``fn(src, dst)`` on an M×N copy (``transpose``: dst = srcᵀ) and return its bandwidth.
+
+    One call is checked first (bit for bit, torch copies forbidden, as :func:`check_copy` does): a wrong copy is
+    not timed. The timed calls are queued behind a GPU sleep, so Python's launch overhead is not counted, and hold
+    the GPU alone (the timing lock). After ``gemmlab.connect`` on a machine without a GPU the class's GPU pool
+    times it on its GPU.
+    """
+    from .integrity import BenchIntegrityError
+
+    dtype = checked_dtype(dtype)
+    shape = _shape2(shape)
+    if isinstance(batches, bool) or not isinstance(batches, int) or not 6 <= batches <= 100:
+        raise GemmlabError(f"batches is a whole number from 6 to 100, not {batches!r:.20}.")
+    from .remote import pool_for_work
+
+    pool = pool_for_work()
+    if pool is not None:
+        return pool.bench_copy(fn, shape, dtype, transpose=bool(transpose), timeout_s=timeout_s)
+    require_gpu("bench_copy")
+    import torch
+
+    from .timing import time_cuda
+    from .timing_lock import exclusive_timing
+
+    dev = torch_device()
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(secrets.randbits(62))
+    timeout = DEFAULT_TIMEOUT_S if timeout_s is None else float(timeout_s)
+    with shared_gpu_work():
+        row = _check_one(fn, shape, dtype, bool(transpose), False, gen, dev, timeout)
+    if not row.passed:
+        raise BenchIntegrityError(f"the copy is not timed: its checked call failed: {row.message}")
+    M, N = shape
+    src = torch.randn((M, N), generator=gen, device=dev).to(dtype)
+    dst = torch.empty((N, M) if transpose else (M, N), dtype=dtype, device=dev)
+    with exclusive_timing():
+        times = time_cuda(lambda: fn(src, dst), rep=batches, gpu_only=True, flush_l2=False, timeout_s=timeout,
+                          what=f"the copy of {M}×{N}")
+    if not torch.equal(dst, src.T if transpose else src):
+        raise BenchIntegrityError("the copy's timed calls left dst different from src: only the checked call copied.")
+    from .spread import median_interval
+
+    moved = 2 * M * N * src.element_size() / 1e9      # GB read and written
+    median = statistics.median(times)
+    low, high, coverage = median_interval(times)
+    return CopyTiming(shape, dtype_name(dtype), bool(transpose), median, moved / (median / 1e3),
+                      moved / (high / 1e3), moved / (low / 1e3), coverage, len(times), str(dev))
+
+
 def _check_one(fn: Callable[..., Any], shape: Shape2, dtype: Any, transpose: bool, who: bool, gen: Any, dev: Any,
                timeout: float) -> CopyRow:
     import torch
@@ -265,5 +361,5 @@ def copy_failure_message(shape: Shape2, transpose: bool, n_bad: int, n_unwritten
     return "; ".join(parts) if parts else "failed"
 
 
-__all__ = ["COPY_DTYPES", "MAP_TILE", "CopyResult", "CopyRow", "MAX_COPY_ELEMENTS", "MAX_SIDE", "MAX_WHO_ELEMENTS",
+__all__ = ["COPY_DTYPES", "MAP_TILE", "CopyResult", "CopyRow", "CopyTiming", "bench_copy", "MAX_COPY_ELEMENTS", "MAX_SIDE", "MAX_WHO_ELEMENTS",
            "check_copy", "checked_dtype", "copy_shapes", "copy_failure_message"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from gemmlab.judge import JudgeReport, JudgeRequest
+from gemmlab.judge.protocol import TIMING_ACTIONS
 
 
 #: Requests judged side by side on one GPU. A judge spends most of its seconds starting Python and
@@ -63,7 +64,7 @@ class Job:
 
     @property
     def is_timing(self) -> bool:
-        return self.request.action == "bench"
+        return self.request.action in TIMING_ACTIONS
 
 
 @dataclass

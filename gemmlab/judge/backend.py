@@ -20,7 +20,7 @@ from typing import Any, Protocol, Sequence
 
 from ..bench import BenchResult
 from ..check import SUITES, CheckResult, Row
-from ..copy_check import MAP_TILE, CopyResult, CopyRow, copy_failure_message
+from ..copy_check import MAP_TILE, CopyResult, CopyRow, CopyTiming, copy_failure_message
 from ..errors import CompileTimeoutError, ContextLostError, GemmlabError, KernelTimeoutError
 from ..integrity import BenchIntegrityError
 from ..runtime import faults
@@ -42,6 +42,8 @@ class Backend(Protocol):
     def bench(self, request: JudgeRequest) -> BenchResult: ...
 
     def copy(self, request: JudgeRequest) -> CopyResult: ...
+
+    def copy_bench(self, request: JudgeRequest) -> CopyTiming: ...
 
     def device(self) -> str: ...
 
@@ -67,8 +69,8 @@ def judge(request: JudgeRequest, backend: Backend) -> JudgeReport:
             result = backend.check(request) if request.action == "check" else backend.copy(request)
             return JudgeReport("passed" if result.passed else "failed", request.action, check=result.to_dict(),
                                device=device)
-        timed = backend.bench(request)
-        return JudgeReport("passed", "bench", bench=timed.to_dict(), device=device)
+        timed = backend.bench(request) if request.action == "bench" else backend.copy_bench(request)
+        return JudgeReport("passed", request.action, bench=timed.to_dict(), device=device)
     except ContextLostError as exc:
         return _error_report(request, "context_lost", exc, device)
     except (KernelTimeoutError, CompileTimeoutError) as exc:
@@ -137,6 +139,15 @@ class GpuBackend:
         return check_copy(CopyLauncher(self._launcher, bool(options.get("who"))), [s[:2] for s in shapes_of(request)],
                           getattr(torch, request.dtype), transpose=bool(options.get("transpose")),
                           who=bool(options.get("who")), timeout_s=request.limits.kernel_s)
+
+    def copy_bench(self, request: JudgeRequest) -> CopyTiming:
+        import torch
+
+        from ..copy_check import bench_copy
+        from .copying import CopyLauncher
+
+        return bench_copy(CopyLauncher(self._launcher, False), request.shape[:2], getattr(torch, request.dtype),
+                          transpose=bool((request.copy or {}).get("transpose")), timeout_s=request.limits.kernel_s)
 
     def bench(self, request: JudgeRequest) -> BenchResult:
         from ..bench import bench_gemm
@@ -230,6 +241,16 @@ class FakeBackend:
                 rows.append(CopyRow((M, N), True, 0, 0, True, True, "ok", (), owner))
         return CopyResult(rows, request.dtype, bool((request.copy or {}).get("transpose")), secrets.randbits(62),
                           self.DEVICE)
+
+    def copy_bench(self, request: JudgeRequest) -> CopyTiming:
+        self._run_kernel(request.spec, request.shape)
+        if request.spec.name.endswith("_wrong"):
+            raise BenchIntegrityError(f"the copy is not timed: {request.spec.name} failed its checked call.")
+        M, N, _ = request.shape
+        ms = 1e-3 * M * N / 1e6 + 0.01
+        gbps = 2 * M * N * (4 if request.dtype == "float32" else 2) / 1e9 / (ms / 1e3)
+        return CopyTiming((M, N), request.dtype, bool((request.copy or {}).get("transpose")), ms, gbps, 0.95 * gbps,
+                          1.05 * gbps, 0.96, 20, self.DEVICE)
 
     def bench(self, request: JudgeRequest) -> BenchResult:
         self._run_kernel(request.spec, request.shape)

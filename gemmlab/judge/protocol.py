@@ -30,7 +30,9 @@ MAX_DIMENSION = 16384
 MAX_ELEMENTS = 3 * 8192 * 8192
 #: The shape suites of gemmlab.check_gemm a request may name.
 SUITES = tuple(_CHECK_SUITES)
-ACTIONS = ("check", "bench", "copy")
+ACTIONS = ("check", "bench", "copy", "copy_bench")
+#: The actions that time a kernel (each holds its GPU alone).
+TIMING_ACTIONS = ("bench", "copy_bench")
 DTYPES = ("float16", "bfloat16")
 #: What a copy request may say of its kernel: dst = srcᵀ (transpose), and a third tensor of thread indices (who).
 COPY_OPTIONS = ("transpose", "who")
@@ -114,7 +116,7 @@ def _tile(value: Any) -> tuple[int, int] | None:
 
 
 def _copy_options(value: Any, action: str) -> dict[str, bool] | None:
-    if action != "copy":
+    if action not in ("copy", "copy_bench"):
         if value is not None:
             raise JudgeError("copy options apply to the copy action only.")
         return None
@@ -134,10 +136,12 @@ def _check_copy_request(request: "JudgeRequest") -> None:
             or request.alpha is not None \
             or request.beta is not None or request.tile is not None:
         raise JudgeError("a copy takes no out_dtype, pad, offset, alpha, beta or tile.")
-    if isinstance(request.shapes, str):
+    if request.action == "copy" and isinstance(request.shapes, str):
         raise JudgeError("a copy's shapes are a list of [M, N, 1], not a suite.")
     who = request.copy["who"]
-    for M, N, K in request.shapes:
+    if who and request.action == "copy_bench":
+        raise JudgeError("a copy's timing takes no who map.")
+    for M, N, K in request.run_shapes():
         if K != 1 or M * N > MAX_COPY_ELEMENTS or (who and M * N > MAX_WHO_ELEMENTS):
             raise JudgeError(f"a copy's shape is [M, N, 1] with M·N at most {MAX_COPY_ELEMENTS:,} "
                              f"({MAX_WHO_ELEMENTS:,} with a who map), not {[M, N, K]}.")
@@ -156,7 +160,8 @@ class JudgeRequest:
     starts every operand that many elements past an aligned address (None: aligned).
 
     ``action="copy"`` checks a copy kernel instead (:func:`gemmlab.check_copy`): ``shapes`` are [M, N, 1],
-    ``dtype`` may also be float32, and ``copy`` says whether dst is srcᵀ and whether the kernel gets a who map.
+    ``dtype`` may also be float32, and ``copy`` says whether dst is srcᵀ and whether the kernel gets a who map;
+    ``action="copy_bench"`` times one (:func:`gemmlab.bench_copy`) on ``shape`` [M, N, 1].
     """
 
     spec: KernelSpec | DslSpec
@@ -179,7 +184,7 @@ class JudgeRequest:
         if self.action not in ACTIONS:
             raise JudgeError(f"action must be one of {', '.join(ACTIONS)}, not {self.action!r:.30}.")
         object.__setattr__(self, "copy", _copy_options(self.copy, self.action))
-        if self.dtype not in DTYPES and self.action != "copy":
+        if self.dtype not in DTYPES and self.action not in ("copy", "copy_bench"):
             raise JudgeError(f"dtype must be one of {', '.join(DTYPES)}, not {self.dtype!r:.30}.")
         if self.out_dtype is not None and self.out_dtype not in OUT_DTYPES:
             raise JudgeError(f"out_dtype must be one of {', '.join(OUT_DTYPES)} (or null), not {self.out_dtype!r:.30}.")
@@ -208,7 +213,7 @@ class JudgeRequest:
                                  f"not {self.offset!r:.30}.")
             if self.action != "check":
                 raise JudgeError("offset applies to checks only: a timing runs on aligned operands, as bench_gemm does.")
-        if self.action == "copy":
+        if self.action in ("copy", "copy_bench"):
             _check_copy_request(self)
         if self.spec.launches or isinstance(self.spec, DslSpec):
             for shape in self.run_shapes():
@@ -216,7 +221,7 @@ class JudgeRequest:
 
     def run_shapes(self) -> list[tuple[int, int, int]]:
         """The shapes this request runs: the check's list (or its suite's), or the timing's one shape."""
-        if self.action == "bench":
+        if self.action in TIMING_ACTIONS:
             return [self.shape]
         return list(_CHECK_SUITES[self.shapes]) if isinstance(self.shapes, str) else list(self.shapes)
 
@@ -321,7 +326,7 @@ class JudgeReport:
 
 
 __all__ = [
-    "ACTIONS", "COPY_OPTIONS", "DTYPES", "JUDGE_VERSION", "JudgeLimits", "JudgeReport", "JudgeRequest", "MAX_COMPILE_S",
+    "ACTIONS", "COPY_OPTIONS", "TIMING_ACTIONS", "DTYPES", "JUDGE_VERSION", "JudgeLimits", "JudgeReport", "JudgeRequest", "MAX_COMPILE_S",
     "MAX_DIMENSION", "MAX_ELEMENTS", "MAX_KERNEL_S", "MAX_REPORT_BYTES", "MAX_REQUEST_BYTES", "MAX_SCALAR",
     "MAX_SHAPES", "MAX_TILE",
     "OUT_DTYPES", "SUITES", "VERDICTS", "checked_shape",

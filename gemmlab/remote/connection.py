@@ -13,12 +13,12 @@ from typing import Any, Callable, Sequence
 
 from ..bench import BenchResult
 from ..check import CheckResult
-from ..copy_check import CopyResult
+from ..copy_check import CopyResult, CopyTiming
 from ..gpu import has_gpu
 from ..integrity import grading_mode
 from ..judge.protocol import JudgeRequest
 from .errors import PoolAuthError
-from .copy import remote_copy_check
+from .copy import remote_copy_bench, remote_copy_check
 from .gemm import remote_bench, remote_check
 from .transport import PoolReply, checked_url, exchange, post_judge
 
@@ -68,6 +68,11 @@ class Pool:
                    who: bool = False, timeout_s: float | None = None) -> CopyResult:
         """:func:`gemmlab.check_copy` on the pool."""
         return remote_copy_check(self, fn, shapes, dtype, transpose, who, timeout_s)
+
+    def bench_copy(self, fn: Callable[..., Any], shape: tuple[int, int], dtype: Any, transpose: bool = False,
+                   timeout_s: float | None = None) -> CopyTiming:
+        """:func:`gemmlab.bench_copy` on the pool."""
+        return remote_copy_bench(self, fn, shape, dtype, transpose, timeout_s)
 
 
 _LOCK = threading.Lock()

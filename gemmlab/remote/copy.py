@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..copy_check import CopyResult, CopyRow
+from ..copy_check import CopyResult, CopyRow, CopyTiming
 from ..errors import GemmlabError
 from ..runtime.memory import dtype_name
 from .errors import PoolUnavailableError, RecordingError
 from .gemm import Judging, device_text, error_for, judge_limits
 from .recording import DslRecording, Recording, record_copy
-from .requests import copy_requests
+from .requests import copy_bench_request, copy_requests
 
 Shape2 = tuple[int, int]
 
@@ -44,4 +44,16 @@ def remote_copy_check(pool: Judging, fn: Callable[..., Any], shapes: Sequence[Sh
     return CopyResult([rows[tuple(s)] for s in shapes], dtype_name(dtype), transpose, seed, device)  # type: ignore[index]
 
 
-__all__ = ["remote_copy_check"]
+def remote_copy_bench(pool: Judging, fn: Callable[..., Any], shape: Shape2, dtype: Any, transpose: bool = False,
+                      timeout_s: float | None = None) -> CopyTiming:
+    """``bench_copy`` of ``fn`` on the pool: its launch recorded for ``shape``, checked and timed on the pool's GPU."""
+    recording = record_copy(fn, shape, dtype, transpose)
+    reply = pool.judge(copy_bench_request(recording, dtype_name(dtype), transpose, judge_limits(timeout_s)))
+    if reply.report.verdict != "passed" or reply.report.bench is None:
+        raise error_for(reply)
+    timing = CopyTiming.from_dict(reply.report.bench)
+    return CopyTiming(timing.shape, timing.dtype, timing.transpose, timing.ms, timing.gbps, timing.low_gbps,
+                      timing.high_gbps, timing.coverage, timing.batches, device_text(reply))
+
+
+__all__ = ["remote_copy_bench", "remote_copy_check"]

@@ -14,7 +14,7 @@ from ..bench import ROUNDS, BenchResult
 from ..check import CheckResult, Row
 from ..errors import CompileError, CompileTimeoutError, GemmlabError, KernelTimeoutError, LaunchError, ToolchainError
 from ..integrity import BenchIntegrityError
-from ..judge.protocol import MAX_COMPILE_S, MAX_KERNEL_S, JudgeLimits, JudgeRequest
+from ..judge.protocol import MAX_COMPILE_S, MAX_KERNEL_S, TIMING_ACTIONS, JudgeLimits, JudgeRequest
 from ..runtime.memory import dtype_name
 from ..runtime.streams import DEFAULT_TIMEOUT_S
 from .errors import PoolError, PoolKernelError, PoolRequestError, PoolUnavailableError, RecordingError
@@ -58,7 +58,7 @@ def error_for(reply: PoolReply) -> GemmlabError:
         return KernelTimeoutError(f"on {where}: {text}")
     if report.verdict == "crashed":
         return PoolKernelError(f"the pool's judge process died running your kernel on {where}: {text}")
-    if report.verdict == "failed" and report.action == "bench":
+    if report.verdict == "failed" and report.action in TIMING_ACTIONS:
         return BenchIntegrityError(f"on {where}: {text}")
     kind = _SAME_ERRORS.get(report.error_type, PoolError)
     return kind(f"on {where}: {text}")

@@ -82,6 +82,16 @@ def copy_requests(recordings: Sequence[Recording | DslRecording], dtype: str, tr
     return requests
 
 
+def copy_bench_request(recording: Recording | DslRecording, dtype: str, transpose: bool,
+                       limits: JudgeLimits) -> JudgeRequest:
+    """The timing request of one recorded copy."""
+    try:
+        return JudgeRequest(_spec([recording], "tn"), "copy_bench", dtype, None, shape=_shape(recording), limits=limits,
+                            copy={"transpose": transpose, "who": False})
+    except JudgeError as exc:
+        raise RecordingError(f"this call cannot be sent to the pool: {exc}") from None
+
+
 def _request(spec: KernelSpec | DslSpec, action: str, dtype: str, out_dtype: str, limits: JudgeLimits, alpha: float,
              beta: float, tile: tuple[int, int] | None, **shapes: object) -> JudgeRequest:
     try:
@@ -91,4 +101,4 @@ def _request(spec: KernelSpec | DslSpec, action: str, dtype: str, out_dtype: str
         raise RecordingError(f"this call cannot be sent to the pool: {exc}") from None
 
 
-__all__ = ["bench_request", "by_kernel", "check_requests", "copy_requests", "dsl_spec_for", "spec_for"]
+__all__ = ["bench_request", "by_kernel", "check_requests", "copy_bench_request", "copy_requests", "dsl_spec_for", "spec_for"]

@@ -146,3 +146,35 @@ def test_a_copy_result_from_the_wire_is_checked() -> None:
         with pytest.raises(gemmlab.GemmlabError, match="not a copy check"):
             CopyResult.from_dict(bad)
 
+
+
+def test_a_copy_is_timed_on_the_pool_as_a_timing_and_a_wrong_one_is_not() -> None:
+    with FakePool() as pool:
+        gemmlab.connect(pool.url, "good")
+        timing = gemmlab.bench_copy(copy_launcher(copy_kernel()), (256, 512), torch.float32)
+        assert timing.device == f"{GPU} (shared GPU pool)" and timing.low_gbps <= timing.gbps <= timing.high_gbps
+        assert "GB/s" in str(timing) and timing.shape == (256, 512)
+        (request,) = pool.requests
+        assert request.action == "copy_bench" and request.shape == (256, 512, 1) and request.copy["who"] is False
+        with pytest.raises(gemmlab.integrity.BenchIntegrityError, match="not timed"):
+            gemmlab.bench_copy(copy_launcher(copy_kernel("copy_tiny_wrong")), (64, 64), torch.float32)
+        with pytest.raises(gemmlab.GemmlabError, match="batches"):
+            gemmlab.bench_copy(copy_launcher(copy_kernel()), (64, 64), batches=2)
+
+
+def test_a_copy_timing_request_is_a_timing_and_takes_no_who_map() -> None:
+    from gemmlab.judge import JudgeLimits
+    from gemmlab.judge.protocol import TIMING_ACTIONS
+    from gemmlab.remote.requests import copy_bench_request
+    from pool.scheduler import Job
+
+    request = copy_bench_request(record_copy(copy_launcher(copy_kernel()), (64, 32), torch.float32), "float32", False,
+                                 JudgeLimits())
+    assert request.action in TIMING_ACTIONS and request.run_shapes() == [(64, 32, 1)]
+    assert Job("alice", request).is_timing      # the pool's scheduler gives it its GPU alone
+    with pytest.raises(JudgeError, match="no who map"):
+        JudgeRequest.from_dict({**request.to_dict(), "copy": {"who": True}})
+    from gemmlab.copy_check import CopyTiming
+
+    with pytest.raises(gemmlab.GemmlabError, match="not a copy timing"):
+        CopyTiming.from_dict({"shape": [2, 2], "ms": -1})

@@ -54,3 +54,20 @@ def test_the_judge_gives_recorded_copies_the_local_verdicts() -> None:
     assert not skipped.passed and skipped.bad_tiles == ((0, 2), (1, 2))
     mapped = _judged(_fn("cj_who", "WHO"), [(64, 128)], "float32", who=True)
     assert mapped.passed and np.array_equal(mapped.who((64, 128)), expected_who(64, 128))
+
+
+def test_bench_copy_times_a_right_copy_here_and_in_the_judge_and_refuses_a_wrong_one() -> None:
+    from gemmlab.integrity import BenchIntegrityError
+    from gemmlab.remote.requests import copy_bench_request
+    from gemmlab.copy_check import CopyTiming
+
+    fn = _fn("cb_right")
+    here = gemmlab.bench_copy(fn, (4096, 4096), torch.float32)
+    assert here.gbps > 100 and here.low_gbps <= here.gbps <= here.high_gbps and here.batches == 20
+    with pytest.raises(BenchIntegrityError, match="not timed"):
+        gemmlab.bench_copy(_fn("cb_skip", "SKIP_LAST"), (256, 256), torch.float32)
+    request = copy_bench_request(record_copy(fn, (4096, 4096), torch.float32), "float32", False, JudgeLimits())
+    report = judge(JudgeRequest.from_json(request.to_json()), timeout_s=300)
+    assert report.verdict == "passed", report.error
+    judged = CopyTiming.from_dict(report.bench)
+    assert judged.gbps > 100 and judged.shape == (4096, 4096)
