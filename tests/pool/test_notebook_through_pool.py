@@ -101,10 +101,10 @@ def _work_through_05(start: Callable[..., RunningService], klass: Klass, backend
 
 
 #: Other notebooks' pool-ready tests, and what their requests must include: the action, the spec kinds, and a
-#: field some request must set (01's who map, 08's misaligned start).
+#: field some request must set (01's who map, 08's misaligned start), or 02's timing action.
 MORE = {
     "01_layouts_and_partitioning": (("who_copied_picture", "test_copy_kernel_slow"), "copy", {"kernel", "dsl"}, "who"),
-    "02_tiled_copy": (("test_copy_kernel",), "copy", {"kernel", "dsl"}, ""),
+    "02_tiled_copy": (("test_copy_kernel", "test_bandwidth"), "copy", {"kernel", "dsl"}, "copy_bench"),
     "03_swizzle_and_banks": (("test_transpose",), "copy", {"kernel"}, ""),
     "07_hopper": (("test_one_tile_slow", "test_pipelined_slow", "test_ws_slow", "test_ws_speed_slow"), "check", {"dsl"},
                   ""),
@@ -135,4 +135,6 @@ def test_a_student_without_a_gpu_runs_the_other_notebooks_pool_tests_on_the_pool
         assert any(r.copy["who"] for r in sent), "01's picture and test asked for who maps"
     if field == "offset":
         assert any(r.offset for r in sent), "08's misaligned-start check crossed to the judge"
+    if field == "copy_bench":
+        assert any(r.action == "copy_bench" for r in judges.requests), "02's bandwidth was timed on the pool"
     print(f"{assignment} sent {len(judges.requests)} requests to the pool")
