@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from .errors import ContextLostError, GemmlabError, KernelTimeoutError
 from .gpu import require_gpu
-from .integrity import NO_COPIES, late_work_message, watched_call
+from .integrity import NO_COPIES, late_work_message, library_guard, watched_call
 from .runtime import faults
 from .runtime.device import torch_device
 from .runtime.memory import GuardedMatrix, dtype_name
@@ -317,10 +317,18 @@ def _check_one(fn: Callable[..., Any], shape: Shape2, dtype: Any, transpose: boo
     if owner is not None:
         owner.body_bits().fill_(-1)
         args += (owner.tensor,)
-    watched = watched_call(lambda: fn(*args), dst.bits, timeout, f"the copy of {M}×{N}", True, NO_COPIES)
-    if watched.library_calls or watched.late_elements:
-        message = (_torch_message(watched.library_calls) if watched.library_calls
-                   else late_work_message(watched.late_elements))
+    copied: list[str] = []
+
+    def call() -> Any:   # copies are watched in fn alone: gemmlab's own snapshot of dst after it is a copy too
+        with library_guard(True, NO_COPIES) as seen:
+            try:
+                return fn(*args)
+            finally:
+                copied.extend(seen)
+
+    watched = watched_call(call, dst.bits, timeout, f"the copy of {M}×{N}", False)
+    if copied or watched.late_elements:
+        message = _torch_message(copied) if copied else late_work_message(watched.late_elements)
         return CopyRow(shape, False, M * N, 0, True, True, message)
     want = src.body_bits().T if transpose else src.body_bits()
     got = dst.body_bits()

@@ -138,20 +138,12 @@ class WatchedCall:
 
 
 def watched_call(call: Callable[[], Any], output: Any, timeout_s: float, what: str,
-                 forbid_library: bool, allowed: frozenset[str] = DATA_MOVEMENT) -> WatchedCall:
-    """Run ``call()`` once on gemmlab's watched stream, with library calls (operators outside ``allowed``)
-    recorded when ``forbid_library``, and count the elements of ``output`` (a CUDA tensor, e.g. its bits) that
+                 forbid_library: bool) -> WatchedCall:
+    """Run ``call()`` once on gemmlab's watched stream, with library calls recorded when
+    ``forbid_library``, and count the elements of ``output`` (a CUDA tensor, e.g. its bits) that
     changed after the call returned: work it left running on another stream."""
-    used: list[str] = []
-
-    def guarded() -> Any:   # the guard watches the call alone, not gemmlab's own snapshot copy after it
-        with library_guard(forbid_library, allowed) as seen:
-            try:
-                return call()
-            finally:
-                used.extend(seen)
-
-    returned, on_return = call_and_snapshot(guarded, output, timeout_s, what)
+    with library_guard(forbid_library) as used:
+        returned, on_return = call_and_snapshot(call, output, timeout_s, what)
     late = int((on_return != output).sum())
     return WatchedCall(returned, used, late)
 
@@ -265,7 +257,7 @@ def verify_once(yours: Callable[[], Any], A: Any, B: Any, out: Any, convention: 
 
 
 __all__ = [
-    "BenchIntegrityError", "DATA_MOVEMENT", "LIBRARY_GEMMS", "NO_COPIES", "SYNC_SLACK_MS", "WatchedCall", "grading_mode", "input_nudger",
-    "late_work_message", "left_work_running", "library_guard", "library_message", "verify_nothing_left_running",
+    "BenchIntegrityError", "DATA_MOVEMENT", "LIBRARY_GEMMS", "NO_COPIES", "SYNC_SLACK_MS", "WatchedCall", "grading_mode",
+    "input_nudger", "late_work_message", "left_work_running", "library_guard", "library_message", "verify_nothing_left_running",
     "verify_once", "watched_call",
 ]

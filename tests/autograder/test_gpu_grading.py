@@ -61,6 +61,11 @@ def test_other_stream_launch_is_caught(naive) -> None:
     import gemmlab
 
     side = torch.cuda.Stream()
+    # Launch the kernel once first: its first launch in a process loads its module (CUDA's lazy loading), which
+    # waits for the device, so the sleep below would be over before sneaky returned (seen when this test ran alone).
+    warm = [torch.zeros(s, device="cuda", dtype=torch.float16) for s in ((256, 256), (256, 256), (256, 256))]
+    naive(*warm, stream=side)
+    torch.cuda.synchronize()
 
     def sneaky(A, B, D):
         side.wait_stream(torch.cuda.current_stream())

@@ -98,6 +98,8 @@ def _work_through_05(start: Callable[..., RunningService], klass: Klass, backend
     assert {r.pad for r in checks} >= {None, 3, 8}, "check_padded's pads of 3 and 8 crossed to the judge"
     assert any(r.beta == 0.0 for r in checks) and any(r.action == "bench" for r in judges.requests)
     assert {r.spec.to_dict().get("kind", "kernel") for r in checks} >= {"kernel", "dsl"}, "both options were judged"
+    assert "runs on the class's GPU pool" in _text(cells["coalescing_timing_slow"]), "the panel copies were timed there"
+    assert sum(r.action == "copy_bench" for r in judges.requests) == 2
 
 
 #: Other notebooks' pool-ready tests, and what their requests must include: the action, the spec kinds, and a
