@@ -122,17 +122,11 @@ def nonzero_tiles(fraction: Any) -> list[tuple[int, int]]:
     return sorted(zip(rows.tolist(), cols.tolist()))
 
 
-@dataclass
-class CheckResult:
-    """All rows of one ``check_gemm`` call; displays as a table (plus a heatmap on failure)."""
+class RowVerdicts:
+    """``passed``, truth and ``failures`` of a result made of ``rows`` that each say whether they ``passed``
+    (check_gemm's and check_copy's results): no rows is no pass."""
 
-    rows: list[Row]
-    convention: str
-    dtype: str
-    out_dtype: str
-    tile: tuple[int, int]
-    seed: int
-    device: str = ""
+    rows: list[Any]
 
     @property
     def passed(self) -> bool:
@@ -142,8 +136,21 @@ class CheckResult:
         return self.passed
 
     @property
-    def failures(self) -> list[Row]:
+    def failures(self) -> list[Any]:
         return [r for r in self.rows if not r.passed]
+
+
+@dataclass
+class CheckResult(RowVerdicts):
+    """All rows of one ``check_gemm`` call; displays as a table (plus a heatmap on failure)."""
+
+    rows: list[Row]
+    convention: str
+    dtype: str
+    out_dtype: str
+    tile: tuple[int, int]
+    seed: int
+    device: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: every row (with its per-tile heatmap data) and the check's settings."""
@@ -580,4 +587,4 @@ def _tile_fraction(mask: Any, tile: tuple[int, int]) -> Any:
     return (counts / totals).cpu().numpy()
 
 
-__all__ = ["MAX_PAD", "CheckResult", "Row", "SUITES", "check_gemm", "nonzero_tiles"]
+__all__ = ["MAX_OFFSET", "MAX_PAD", "CheckResult", "Row", "RowVerdicts", "SUITES", "check_gemm", "nonzero_tiles"]

@@ -17,6 +17,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from .check import RowVerdicts
 from .errors import ContextLostError, GemmlabError, KernelTimeoutError
 from .gpu import require_gpu
 from .integrity import NO_COPIES, late_work_message, library_guard, watched_call
@@ -79,7 +80,7 @@ class CopyRow:
 
 
 @dataclass
-class CopyResult:
+class CopyResult(RowVerdicts):
     """All rows of one :func:`check_copy` call; prints as a table."""
 
     rows: list[CopyRow]
@@ -87,17 +88,6 @@ class CopyResult:
     transpose: bool
     seed: int
     device: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.rows) and all(r.passed for r in self.rows)
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    @property
-    def failures(self) -> list[CopyRow]:
-        return [r for r in self.rows if not r.passed]
 
     def who(self, shape: Sequence[int]) -> Any:
         """The "who copied what" map of ``shape`` (numpy int32, the thread index at every element of dst)."""

@@ -20,16 +20,9 @@ from gemmlab.remote import (PoolAuthError, PoolBusyError, PoolKernelError, PoolR
 from .fake_pool import GPU, FakePool
 from .launchers import nn_launcher, tn_kernel, tn_launcher
 
+pytestmark = pytest.mark.usefixtures("fresh_connection")
+
 SHAPES = [(128, 128, 64), (129, 257, 64), (16, 16, 16)]
-
-
-@pytest.fixture(autouse=True)
-def fresh_connection(no_gpu: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(connection.URL_ENV, raising=False)
-    monkeypatch.delenv(connection.TOKEN_ENV, raising=False)
-    monkeypatch.setattr(connection, "_connected", None)
-    monkeypatch.setattr(connection, "_disconnected", False)
-    yield
 
 
 @pytest.fixture

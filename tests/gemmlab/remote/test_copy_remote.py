@@ -13,20 +13,13 @@ import gemmlab
 from gemmlab.copy_check import CopyResult
 from gemmlab.judge import JudgeError, JudgeRequest
 from gemmlab.judge.backend import FakeBackend, judge
-from gemmlab.remote import RecordingError, connection
+from gemmlab.remote import RecordingError
 from gemmlab.remote.recording import record_copy
 
 from .copy_kernels import copy_kernel, copy_launcher, expected_who
 from .fake_pool import GPU, FakePool
 
-
-@pytest.fixture(autouse=True)
-def fresh_connection(no_gpu: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(connection.URL_ENV, raising=False)
-    monkeypatch.delenv(connection.TOKEN_ENV, raising=False)
-    monkeypatch.setattr(connection, "_connected", None)
-    monkeypatch.setattr(connection, "_disconnected", False)
-    yield
+pytestmark = pytest.mark.usefixtures("fresh_connection")
 
 
 @pytest.fixture
