@@ -33,7 +33,8 @@ COPY_DTYPES = ("float16", "bfloat16", "float32")
 #: Largest side of a copied matrix, and most elements of one (the judge's limits too).
 MAX_SIDE = 16384
 MAX_COPY_ELEMENTS = 8192 * 8192
-#: Most elements of a "who copied what" map a result carries (it crosses the pool's wire as numbers).
+#: Most elements of the "who copied what" maps one pool request carries, all shapes together (they cross the wire
+#: as numbers: at most about 11 MB of JSON, under the judge's report limit).
 MAX_WHO_ELEMENTS = 1 << 20
 #: Side of the tiles the failure map counts wrong elements in.
 MAP_TILE = 32
@@ -72,8 +73,12 @@ class CopyRow:
                 if who.shape != shape or np.abs(who).max(initial=0) >= 2**31:
                     raise ValueError("who map")
                 who = who.astype(np.int32)
-            return cls(shape, bool(data["passed"]), int(data["n_bad"]), int(data["n_unwritten"]),
-                       bool(data["guard_ok"]), bool(data["input_ok"]), str(data["message"])[:2000],
+            flags = [data[k] for k in ("passed", "guard_ok", "input_ok")]
+            counts = [data[k] for k in ("n_bad", "n_unwritten")]
+            if not all(type(f) is bool for f in flags) or not all(type(c) is int and c >= 0 for c in counts) \
+                    or not isinstance(data["message"], str):
+                raise TypeError("a flag, count or message of the wrong type")
+            return cls(shape, flags[0], counts[0], counts[1], flags[1], flags[2], data["message"][:2000],
                        tuple((int(r), int(c)) for r, c in data["bad_tiles"][:64]), who)
         except (KeyError, TypeError, ValueError, GemmlabError) as exc:
             raise GemmlabError(f"not a copy check row ({type(exc).__name__}: {str(exc)[:80]}).") from None
@@ -88,26 +93,32 @@ class CopyResult(RowVerdicts):
     transpose: bool
     seed: int
     device: str = ""
+    with_who: bool = False     #: whether the kernel was given a who map (check_copy's who=True)
 
     def who(self, shape: Sequence[int]) -> Any:
         """The "who copied what" map of ``shape`` (numpy int32, the thread index at every element of dst)."""
         for row in self.rows:
             if row.shape == tuple(shape):
                 if row.who is None:
-                    raise GemmlabError(f"the check of {shape} carries no who map: pass who=True to check_copy.")
+                    why = (f"the copy failed before its who map was read: {row.message}" if self.with_who
+                           else "pass who=True to check_copy")
+                    raise GemmlabError(f"the check of {tuple(shape)} carries no who map: {why}")
                 return row.who
         raise GemmlabError(f"no row of this check has shape {tuple(shape)}; it checked {[r.shape for r in self.rows]}.")
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": [r.to_dict() for r in self.rows], "dtype": self.dtype, "transpose": self.transpose,
-                "seed": self.seed, "device": self.device, "passed": self.passed}
+                "seed": self.seed, "device": self.device, "passed": self.passed, "with_who": self.with_who}
 
     @classmethod
     def from_dict(cls, data: Any) -> "CopyResult":
         if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
             raise GemmlabError("not a copy check result: an object with a list of rows.")
-        return cls([CopyRow.from_dict(r) for r in data["rows"]], str(data.get("dtype", "")),
-                   bool(data.get("transpose", False)), int(data.get("seed", 0)), str(data.get("device", "")))
+        seed, transpose, with_who = data.get("seed", 0), data.get("transpose", False), data.get("with_who", False)
+        if type(seed) is not int or type(transpose) is not bool or type(with_who) is not bool:
+            raise GemmlabError("not a copy check result: its seed is an integer, transpose and with_who true or false.")
+        return cls([CopyRow.from_dict(r) for r in data["rows"]], str(data.get("dtype", "")), transpose, seed,
+                   str(data.get("device", "")), with_who)
 
     def __str__(self) -> str:
         what = "transpose" if self.transpose else "copy"
@@ -150,7 +161,7 @@ def checked_dtype(dtype: Any) -> Any:
     import torch
 
     dtype = torch.float16 if dtype is None else dtype
-    if dtype_name(dtype) not in COPY_DTYPES:
+    if not isinstance(dtype, torch.dtype) or dtype_name(dtype) not in COPY_DTYPES:
         raise GemmlabError(f"dtype must be torch.float16, torch.bfloat16 or torch.float32, not {dtype}.")
     return dtype
 
@@ -170,9 +181,9 @@ def check_copy(fn: Callable[..., Any], shapes: Any = ((128, 256),), dtype: Any =
 
     pool = pool_for_work()
     if pool is not None:   # gemmlab.connect(...) on a machine without a GPU: the class's GPU pool checks it
-        if who and any(M * N > MAX_WHO_ELEMENTS for M, N in shapes):
-            raise GemmlabError(f"who=True on the class's GPU pool sends back a thread index per element; keep each "
-                               f"shape under {MAX_WHO_ELEMENTS:,} elements there.")
+        if who and sum(M * N for M, N in shapes) > MAX_WHO_ELEMENTS:
+            raise GemmlabError(f"who=True on the class's GPU pool sends back a thread index per element; keep the "
+                               f"shapes of one call at {MAX_WHO_ELEMENTS:,} elements or fewer in all there.")
         return pool.check_copy(fn, shapes, dtype, transpose=bool(transpose), who=bool(who), timeout_s=timeout_s)
     require_gpu("check_copy")
     import torch
@@ -196,7 +207,7 @@ def check_copy(fn: Callable[..., Any], shapes: Any = ((128, 256),), dtype: Any =
             if translated is exc:
                 raise
             raise translated from None
-    return CopyResult(rows, dtype_name(dtype), bool(transpose), seed, str(dev))
+    return CopyResult(rows, dtype_name(dtype), bool(transpose), seed, str(dev), bool(who))
 
 
 @dataclass(frozen=True)
@@ -247,8 +258,10 @@ def bench_copy(fn: Callable[..., Any], shape: Any = (8192, 8192), dtype: Any = N
 
     One call is checked first (bit for bit, torch copies forbidden, as :func:`check_copy` does): a wrong copy is
     not timed. The timed calls are queued behind a GPU sleep, so Python's launch overhead is not counted, and hold
-    the GPU alone (the timing lock). After ``gemmlab.connect`` on a machine without a GPU the class's GPU pool
-    times it on its GPU.
+    the GPU alone (the timing lock). They alternate between two sources of different random values into one dst,
+    so every call has a whole copy to do (a kernel that skips work it finds done, or does a share of it per call,
+    leaves dst unequal to the last source); then one more checked call on fresh values. After ``gemmlab.connect``
+    on a machine without a GPU the class's GPU pool times it on its GPU (always with 20 batches).
     """
     from .integrity import BenchIntegrityError
 
@@ -260,6 +273,8 @@ def bench_copy(fn: Callable[..., Any], shape: Any = (8192, 8192), dtype: Any = N
 
     pool = pool_for_work()
     if pool is not None:
+        if batches != 20:
+            raise GemmlabError("bench_copy on the class's GPU pool times 20 batches; leave batches= out there.")
         return pool.bench_copy(fn, shape, dtype, transpose=bool(transpose), timeout_s=timeout_s)
     require_gpu("bench_copy")
     import torch
@@ -276,16 +291,31 @@ def bench_copy(fn: Callable[..., Any], shape: Any = (8192, 8192), dtype: Any = N
     if not row.passed:
         raise BenchIntegrityError(f"the copy is not timed: its checked call failed: {row.message}")
     M, N = shape
-    src = torch.randn((M, N), generator=gen, device=dev).to(dtype)
-    dst = torch.empty((N, M) if transpose else (M, N), dtype=dtype, device=dev)
+    # Guarded like the checked call's buffers, so a kernel cannot tell timed calls from checked ones by looking around.
+    sources = [GuardedMatrix((M, N), dtype, dev) for _ in range(2)]
+    for source in sources:
+        source.tensor.copy_(torch.randn((M, N), generator=gen, device=dev))
+    dst = GuardedMatrix((N, M) if transpose else (M, N), dtype, dev)
+    calls = [0]
+
+    def next_copy() -> None:
+        calls[0] += 1
+        fn(sources[calls[0] % 2].tensor, dst.tensor)
+
     with exclusive_timing():
-        times = time_cuda(lambda: fn(src, dst), rep=batches, gpu_only=True, flush_l2=False, timeout_s=timeout,
+        times = time_cuda(next_copy, rep=batches, gpu_only=True, flush_l2=False, timeout_s=timeout,
                           what=f"the copy of {M}×{N}")
-    if not torch.equal(dst, src.T if transpose else src):
-        raise BenchIntegrityError("the copy's timed calls left dst different from src: only the checked call copied.")
+    last = sources[calls[0] % 2].tensor
+    if not torch.equal(dst.tensor, last.T if transpose else last) or dst.guard_writes() != (0, 0):
+        raise BenchIntegrityError("the copy's timed calls left dst unequal to the last source they were given (they "
+                                  "alternate between two): each call must copy the whole matrix.")
+    with shared_gpu_work():
+        again = _check_one(fn, shape, dtype, bool(transpose), False, gen, dev, timeout)
+    if not again.passed:
+        raise BenchIntegrityError(f"the copy's checked call after the timing failed: {again.message}")
     from .spread import median_interval
 
-    moved = 2 * M * N * src.element_size() / 1e9      # GB read and written
+    moved = 2 * M * N * dst.elem / 1e9      # GB read and written
     median = statistics.median(times)
     low, high, coverage = median_interval(times)
     return CopyTiming(shape, dtype_name(dtype), bool(transpose), median, moved / (median / 1e3),

@@ -69,9 +69,10 @@ DATA_MOVEMENT = frozenset({
 
 #: DATA_MOVEMENT without the operators that move values from one tensor to another (copies, padding,
 #: joins): what a copy kernel's launcher may run around its kernel, whose job is the copying itself.
+#: Reading an element (``.item()``) is out too, and so is ``fill_`` with a tensor's value (see library_guard).
 NO_COPIES = DATA_MOVEMENT - frozenset({
     "copy_", "_to_copy", "to", "clone", "contiguous", "_copy_from", "_copy_from_and_resize",
-    "constant_pad_nd", "pad", "cat", "_cat", "concat", "concatenate", "stack",
+    "constant_pad_nd", "pad", "cat", "_cat", "concat", "concatenate", "stack", "_local_scalar_dense",
 })
 
 
@@ -101,6 +102,7 @@ def library_guard(enabled: bool = True, allowed: frozenset[str] = DATA_MOVEMENT)
     if not enabled:
         yield seen
         return
+    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _Watch(TorchDispatchMode):
@@ -109,6 +111,8 @@ def library_guard(enabled: bool = True, allowed: frozenset[str] = DATA_MOVEMENT)
             name = _op_name(func)
             if name in LIBRARY_GEMMS or name not in allowed:
                 seen.append(f"aten::{name}")
+            elif name == "fill_" and "copy_" not in allowed and len(args) > 1 and isinstance(args[1], torch.Tensor):
+                seen.append("aten::fill_ with a tensor's value")   # a copy, one element at a time
             elif name in ("_to_copy", "copy_", "_copy_from") and _host_copy(name, args, kwargs):
                 seen.append("a copy to the host")
             return func(*args, **kwargs)

@@ -240,7 +240,7 @@ class FakeBackend:
             else:
                 rows.append(CopyRow((M, N), True, 0, 0, True, True, "ok", (), owner))
         return CopyResult(rows, request.dtype, bool((request.copy or {}).get("transpose")), secrets.randbits(62),
-                          self.DEVICE)
+                          self.DEVICE, who)
 
     def copy_bench(self, request: JudgeRequest) -> CopyTiming:
         self._run_kernel(request.spec, request.shape)

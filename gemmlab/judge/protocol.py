@@ -142,11 +142,18 @@ def _check_copy_request(request: "JudgeRequest") -> None:
     if who and request.action == "copy_bench":
         raise JudgeError("a copy's timing takes no who map.")
     for M, N, K in request.run_shapes():
-        if K != 1 or M * N > MAX_COPY_ELEMENTS or (who and M * N > MAX_WHO_ELEMENTS):
-            raise JudgeError(f"a copy's shape is [M, N, 1] with M·N at most {MAX_COPY_ELEMENTS:,} "
-                             f"({MAX_WHO_ELEMENTS:,} with a who map), not {[M, N, K]}.")
+        if K != 1 or M * N > MAX_COPY_ELEMENTS:
+            raise JudgeError(f"a copy's shape is [M, N, 1] with M·N at most {MAX_COPY_ELEMENTS:,}, not {[M, N, K]}.")
+    if who and sum(M * N for M, N, _ in request.run_shapes()) > MAX_WHO_ELEMENTS:
+        raise JudgeError(f"a copy with a who map checks at most {MAX_WHO_ELEMENTS:,} elements in all (its maps come "
+                         "back as numbers).")
     if not request.spec.launches and not isinstance(request.spec, DslSpec):
         raise JudgeError("a copy kernel is judged from its recorded launches; the spec has none.")
+    for launch in request.spec.launches:   # the who map's tensor is passed exactly when there is one
+        if ("B" in launch.args) != who:
+            raise JudgeError("a copy's recorded launch passes the who map's tensor (role B) " +
+                             ("without a who map in the request." if not who else "nowhere, though the request asks "
+                              "for a who map."))
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ def remote_copy_check(pool: Judging, fn: Callable[..., Any], shapes: Sequence[Sh
     missing = [s for s in shapes if tuple(s) not in rows]
     if missing:
         raise PoolUnavailableError(f"the pool answered no row for {missing[0]}: try again.")
-    return CopyResult([rows[tuple(s)] for s in shapes], dtype_name(dtype), transpose, seed, device)  # type: ignore[index]
+    return CopyResult([rows[tuple(s)] for s in shapes], dtype_name(dtype), transpose, seed, device,  # type: ignore[index]
+                      who)
 
 
 def remote_copy_bench(pool: Judging, fn: Callable[..., Any], shape: Shape2, dtype: Any, transpose: bool = False,

@@ -61,3 +61,26 @@ def test_late_work_message_counts_and_says_how_to_launch() -> None:
     assert late_work_message(1).startswith("1 element of the output changed after your function returned")
     text = late_work_message(1_000_000)
     assert text.startswith("1,000,000 elements") and "torch's current stream" in text and "stream=stream" in text
+
+
+def test_a_copy_kernels_launcher_may_not_copy_with_torch_even_one_element_at_a_time() -> None:
+    """NO_COPIES (check_copy): copies, clones and joins are out, and so are element-wise copies through fill_ with a
+    tensor's value or through .item(); allocation, views and plain fills stay allowed."""
+    import torch
+
+    from gemmlab.integrity import NO_COPIES, library_guard
+
+    src, dst = torch.randn(4, 4), torch.empty(4, 4)
+    for copy in (lambda: dst.copy_(src), lambda: dst[0].fill_(src[0, 0]), lambda: dst[0].fill_(src[0, 0].item()),
+                 lambda: torch.cat([src, src])):
+        with library_guard(True, NO_COPIES) as seen:
+            copy()
+        assert seen, copy
+    with library_guard(True, NO_COPIES) as seen:
+        torch.empty_like(dst).fill_(0.0)
+        dst.view(16)[3:5].zero_()
+    assert not seen
+    with library_guard(True) as seen:      # check_gemm's guard: copies are data movement there
+        dst.copy_(src)
+        dst[0].fill_(src[0, 0])
+    assert not seen

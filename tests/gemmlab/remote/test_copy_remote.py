@@ -53,6 +53,8 @@ def test_a_wrong_copy_fails_naming_its_tiles_and_a_transpose_says_so(pool: FakeP
                                 torch.bfloat16, transpose=True)
     assert not result.passed and result.rows[0].bad_tiles == ((0, 2), (1, 2))
     assert "differ from src" in result.rows[0].message and "FAILED" in str(result)
+    with pytest.raises(gemmlab.GemmlabError, match="pass who=True"):
+        result.who((64, 96))
     assert pool.requests[0].copy == {"transpose": True, "who": False}
     with pytest.raises(AssertionError, match="FAILED"):
         result.raise_if_failed()
@@ -68,6 +70,15 @@ def test_a_shape_the_function_refuses_is_a_failed_row_as_on_a_local_gpu(pool: Fa
 
     result = gemmlab.check_copy(whole_tiles_only, [(64, 64), (33, 64)])
     assert [r.passed for r in result.rows] == [True, False]
+    with pytest.raises(gemmlab.GemmlabError, match="pass who=True"):
+        result.who((33, 64))
+
+    def refuses(src, dst, who):
+        raise gemmlab.LaunchError("M must be a multiple of 32")
+
+    mapped = gemmlab.check_copy(refuses, [(33, 64)], torch.float32, who=True)
+    with pytest.raises(gemmlab.GemmlabError, match="failed before its who map was read: LaunchError: M must"):
+        mapped.who((33, 64))
     assert result.rows[1].message.startswith("LaunchError: M must be a multiple of 32")
 
 
@@ -82,7 +93,7 @@ def test_copying_with_torch_or_passing_another_tensor_cannot_be_sent(pool: FakeP
         gemmlab.check_copy(torch_copies, [(64, 64)])
 
     def scratch_buffer(src, dst):
-        copy_launcher(kernel)(src.clone() if False else src[:, :], dst)
+        copy_launcher(kernel)(src[:, :], dst)
 
     with pytest.raises(RecordingError, match="src, dst or the who map"):
         gemmlab.check_copy(scratch_buffer, [(64, 64)])
@@ -96,8 +107,10 @@ def test_bad_arguments_are_refused_before_anything_is_sent(pool: FakePool) -> No
             gemmlab.check_copy(fn, *shapes)
     with pytest.raises(gemmlab.GemmlabError, match="dtype must be"):
         gemmlab.check_copy(fn, [(4, 4)], torch.int32)
-    with pytest.raises(gemmlab.GemmlabError, match="under 1,048,576 elements"):
-        gemmlab.check_copy(fn, [(2048, 1024)], who=True)
+    with pytest.raises(gemmlab.GemmlabError, match="1,048,576 elements or fewer in all"):
+        gemmlab.check_copy(fn, [(1024, 1024), (32, 32)], who=True)     # each under the limit, not together
+    with pytest.raises(gemmlab.GemmlabError, match="dtype must be"):
+        gemmlab.check_copy(fn, [(4, 4)], "float16")
     assert not pool.requests
 
 
@@ -130,10 +143,20 @@ def test_the_copy_action_of_the_protocol_round_trips_and_refuses_what_it_cannot_
     big = {**data, "copy": {"who": True}, "shapes": [[2048, 1024, 1]]}
     with pytest.raises(JudgeError, match="with a who map"):
         JudgeRequest.from_dict(big)
+    with pytest.raises(JudgeError, match="role B"):     # the request asks for a who map its launch never passes
+        JudgeRequest.from_dict({**data, "copy": {"who": True}})
+    (mapped,) = copy_requests([record_copy(copy_launcher(copy_kernel("copy_who", defines=("WHO",))), (64, 32),
+                                           torch.float32, who=True)], "float32", False, True, JudgeLimits())
+    with pytest.raises(JudgeError, match="role B"):     # a launch that passes a tensor the request does not make
+        JudgeRequest.from_dict({**mapped.to_dict(), "copy": {"who": False}})
 
 
 def test_a_copy_result_from_the_wire_is_checked() -> None:
-    for bad in ({"rows": [{"shape": [2, 2]}]}, {"rows": "x"}, [],
+    row = {"shape": [2, 2], "passed": True, "n_bad": 0, "n_unwritten": 0, "guard_ok": True, "input_ok": True,
+           "message": "ok", "bad_tiles": [], "who": None}
+    assert CopyResult.from_dict({"rows": [row], "seed": 3}).passed
+    for bad in ({"rows": [{"shape": [2, 2]}]}, {"rows": "x"}, [], {"rows": [{**row, "passed": "false"}]},
+                {"rows": [{**row, "n_bad": -1}]}, {"rows": [row], "seed": "3"},
                 {"rows": [{"shape": [2, 2], "passed": True, "n_bad": 0, "n_unwritten": 0, "guard_ok": True,
                            "input_ok": True, "message": "ok", "bad_tiles": [], "who": [[1, 2, 3]]}]}):
         with pytest.raises(gemmlab.GemmlabError, match="not a copy check"):
@@ -153,6 +176,8 @@ def test_a_copy_is_timed_on_the_pool_as_a_timing_and_a_wrong_one_is_not() -> Non
             gemmlab.bench_copy(copy_launcher(copy_kernel("copy_tiny_wrong")), (64, 64), torch.float32)
         with pytest.raises(gemmlab.GemmlabError, match="batches"):
             gemmlab.bench_copy(copy_launcher(copy_kernel()), (64, 64), batches=2)
+        with pytest.raises(gemmlab.GemmlabError, match="times 20 batches"):
+            gemmlab.bench_copy(copy_launcher(copy_kernel()), (64, 64), batches=30)
 
 
 def test_a_copy_timing_request_is_a_timing_and_takes_no_who_map() -> None:
