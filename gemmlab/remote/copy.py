@@ -10,8 +10,8 @@ from typing import Any, Callable, Sequence
 from ..copy_check import CopyResult, CopyRow, CopyTiming
 from ..errors import GemmlabError
 from ..runtime.memory import dtype_name
-from .errors import PoolUnavailableError, RecordingError
-from .gemm import Judging, device_text, error_for, judge_limits
+from .errors import RecordingError
+from .gemm import Judging, device_text, error_for, judge_limits, judged_rows
 from .recording import DslRecording, Recording, record_copy
 from .requests import copy_bench_request, copy_requests
 
@@ -30,19 +30,9 @@ def remote_copy_check(pool: Judging, fn: Callable[..., Any], shapes: Sequence[Sh
             raise
         except GemmlabError as exc:  # the function refused this shape itself, as it would on a local GPU
             rows[shape] = CopyRow(shape, False, 0, 0, True, True, f"{type(exc).__name__}: {exc}")  # type: ignore[arg-type]
-    seed, device = 0, ""
-    for request in copy_requests(recorded, dtype_name(dtype), transpose, who, judge_limits(timeout_s)):
-        reply = pool.judge(request)
-        if reply.report.verdict not in ("passed", "failed") or reply.report.check is None:
-            raise error_for(reply)
-        result = CopyResult.from_dict(reply.report.check)
-        rows.update((row.shape, row) for row in result.rows)
-        seed, device = seed or result.seed, device or device_text(reply)
-    missing = [s for s in shapes if tuple(s) not in rows]
-    if missing:
-        raise PoolUnavailableError(f"the pool answered no row for {missing[0]}: try again.")
-    return CopyResult([rows[tuple(s)] for s in shapes], dtype_name(dtype), transpose, seed, device,  # type: ignore[index]
-                      who)
+    requests = copy_requests(recorded, dtype_name(dtype), transpose, who, judge_limits(timeout_s))
+    ordered, seed, device = judged_rows(pool, requests, CopyResult.from_dict, rows, shapes)
+    return CopyResult(ordered, dtype_name(dtype), transpose, seed, device, who)
 
 
 def remote_copy_bench(pool: Judging, fn: Callable[..., Any], shape: Shape2, dtype: Any, transpose: bool = False,

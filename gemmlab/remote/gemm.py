@@ -77,6 +77,25 @@ def _dtypes(dtype: Any, out_dtype: Any) -> tuple[Any, Any]:
     return dtype, dtype if out_dtype is None else out_dtype
 
 
+def judged_rows(pool: Judging, requests: Sequence[JudgeRequest], parse: Callable[[Any], Any], rows: dict,
+                shapes: Sequence[Any]) -> tuple[list[Any], int, str]:
+    """Judge each check request and add its result's rows (``parse`` reads a report's check) to ``rows``, which
+    may hold rows already (shapes the function refused while recording): the rows in the order of ``shapes``,
+    the first result's seed and the device text. A report that is not a check's result raises its error."""
+    seed, device = 0, ""
+    for request in requests:
+        reply = pool.judge(request)
+        if reply.report.verdict not in ("passed", "failed") or reply.report.check is None:
+            raise error_for(reply)
+        result = parse(reply.report.check)
+        rows.update((row.shape, row) for row in result.rows)
+        seed, device = seed or result.seed, device or device_text(reply)
+    missing = [s for s in shapes if tuple(s) not in rows]
+    if missing:
+        raise PoolUnavailableError(f"the pool answered no row for {missing[0]}: try again.")
+    return [rows[tuple(s)] for s in shapes], seed, device
+
+
 def remote_check(pool: Judging, fn: Callable[..., Any], convention: str, dtype: Any, out_dtype: Any,
                  shapes: Sequence[Shape], alpha: float, beta: float, tile: tuple[int, int],
                  atol: float | None = None, rtol: float | None = None, seed: int | None = None,
@@ -97,21 +116,11 @@ def remote_check(pool: Judging, fn: Callable[..., Any], convention: str, dtype: 
             raise
         except GemmlabError as exc:  # the function refused this shape itself, as it would on a local GPU
             rows[shape] = Row(shape, False, math.nan, None, 0, True, True, f"{type(exc).__name__}: {exc}")
-    replies = [pool.judge(request) for request in check_requests(
-        recorded, convention, dtype_name(dtype), dtype_name(out_dtype), alpha, beta, tile, judge_limits(timeout_s), pad,
-        offset)]
-    seed_used, device = 0, ""
-    for reply in replies:
-        if reply.report.verdict not in ("passed", "failed") or reply.report.check is None:
-            raise error_for(reply)
-        result = CheckResult.from_dict(reply.report.check)
-        rows.update((row.shape, row) for row in result.rows)
-        seed_used, device = seed_used or result.seed, device or device_text(reply)
-    missing = [s for s in shapes if tuple(s) not in rows]
-    if missing:
-        raise PoolUnavailableError(f"the pool answered no row for {missing[0]}: try again.")
-    return CheckResult([rows[tuple(s)] for s in shapes], convention, dtype_name(dtype), dtype_name(out_dtype),
-                       tuple(tile), seed_used, device)  # type: ignore[arg-type]
+    requests = check_requests(recorded, convention, dtype_name(dtype), dtype_name(out_dtype), alpha, beta, tile,
+                              judge_limits(timeout_s), pad, offset)
+    ordered, seed, device = judged_rows(pool, requests, CheckResult.from_dict, rows, shapes)
+    return CheckResult(ordered, convention, dtype_name(dtype), dtype_name(out_dtype), tuple(tile), seed,
+                       device)  # type: ignore[arg-type]
 
 
 def remote_bench(pool: Judging, fn: Callable[..., Any], shape: Shape, convention: str, dtype: Any, out_dtype: Any,
@@ -136,4 +145,4 @@ def remote_bench(pool: Judging, fn: Callable[..., Any], shape: Shape, convention
     return dataclasses.replace(result, label=label, device=device_text(reply))
 
 
-__all__ = ["Judging", "device_text", "error_for", "judge_limits", "remote_bench", "remote_check"]
+__all__ = ["Judging", "device_text", "error_for", "judge_limits", "judged_rows", "remote_bench", "remote_check"]
