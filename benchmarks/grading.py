@@ -44,6 +44,7 @@ from autograder.harness.store import gradebook_scores  # noqa: E402
 from autograder.records import GradeJob, Limits, SubmissionResult  # noqa: E402
 from gemmlab.errors import GemmlabError  # noqa: E402
 from gemmlab.spread import LEVEL  # noqa: E402
+from usage import UsageSampler  # noqa: E402
 
 
 def _course(assignments: list[str], source: Path = ROOT) -> Course:
@@ -327,10 +328,12 @@ def bench_scale(args, limits) -> None:
             c = _course(args.assignments, args.course_root)
             jobs = _jobs(c, args.assignments, students, limits, not args.no_sandbox, hostile_every=every)
             print(f"{mode}, {n_gpu} GPU(s), {args.workers_per_gpu} worker(s) each: {len(jobs)} jobs", flush=True)
-            if mode == "ray":
-                took, results = _grade_ray(c, jobs, gpus, args.workers_per_gpu)
-            else:
-                took, results = _grade(c, jobs, [g for g in gpus for _ in range(args.workers_per_gpu)])
+            with UsageSampler() as sampler:
+                if mode == "ray":
+                    took, results = _grade_ray(c, jobs, gpus, args.workers_per_gpu)
+                else:
+                    took, results = _grade(c, jobs, [g for g in gpus for _ in range(args.workers_per_gpu)])
+            print(f"{mode}, {n_gpu} GPU(s): {sampler.usage.summary()}", flush=True)
             times[(mode, n_gpu)] = took
             grades[(mode, n_gpu)] = {k: r.score for k, r in results.items()}
             rows.append([mode, str(n_gpu), str(len(students)), str(len(hostile)), f"{took:.1f}",
