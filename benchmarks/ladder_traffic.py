@@ -2,7 +2,10 @@
 
 Run on a GPU machine with ncu (on PATH or at /usr/local/cuda/bin/ncu):
 
-    python3 benchmarks/ladder_traffic.py [--shape 4096] [--out traffic.json]
+    python3 benchmarks/ladder_traffic.py [--shape 4096] [--out traffic.json] [--set PAD=0 ...]
+
+``--set KEY=VALUE`` changes that compile-time constant in every rung whose config has it (e.g.
+``--set PAD=0`` to see what the padded shared-memory rows of rungs 5 and 6 cost in L2 traffic).
 
 Each rung of notebook 08's solutions (``tools/solution_cells.py``) runs once, C = A·B with beta = 0,
 in a child process under ONE ncu invocation. For each kernel it prints, in 32-byte sectors:
@@ -43,6 +46,7 @@ METRICS = {
     "global_ld": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
     "global_ldgsts": "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",
     "l2_read_from_l1": "lts__t_sectors_srcunit_tex_op_read.sum",
+    "l2_read_requests_from_l1": "lts__t_requests_srcunit_tex_op_read.sum",
     "dram_read_bytes": "dram__bytes_read.sum",
     "global_st": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
     "local_ld": "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
@@ -53,20 +57,25 @@ METRICS = {
 SECTOR = 32
 
 
-def child(size: int) -> None:
-    """Run every rung once on size³ fp16 (ncu profiles these launches)."""
+def child(size: int, settings: dict[str, int]) -> None:
+    """Run every rung once on size³ fp16 (ncu profiles these launches), with ``settings`` applied."""
     import torch
 
     import solution_cells
 
     ns = solution_cells.load_namespace(ASSIGNMENT, TAGS)
+    for rung in RUNGS:
+        changes = {k: v for k, v in settings.items() if k in ns[rung].config}
+        if changes:
+            ns[rung].configure(**changes)
     A = torch.randn(size, size, device="cuda").half()
     B = torch.randn(size, size, device="cuda").half()
     for rung in RUNGS:
         C = torch.empty(size, size, device="cuda").half()
         ns[rung](A, B, C, 1.0, 0.0)
         torch.cuda.synchronize()
-    configs = {rung: {k: ns[name][k] for k in ("BM", "BN", "BK")} for rung, name in RUNGS.items()}
+    configs = {rung: {k: ns[rung].config.get(k, ns[name][k]) for k in ("BM", "BN", "BK", "PAD") if k in ns[name]}
+               for rung, name in RUNGS.items()}
     print("CONFIGS " + json.dumps(configs), flush=True)
 
 
@@ -77,12 +86,24 @@ def find_ncu() -> str:
     raise SystemExit("ncu not found: put Nsight Compute on PATH or at /usr/local/cuda/bin/ncu")
 
 
-def profile(size: int) -> tuple[list[dict[str, float]], dict]:
+def parse_settings(items: list[str]) -> dict[str, int]:
+    """``["PAD=0", "STAGES=3"]`` -> ``{"PAD": 0, "STAGES": 3}``; SystemExit with the reason for a bad item."""
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if not key.isidentifier() or not re.fullmatch(r"-?[0-9]+", value.strip()):
+            raise SystemExit(f"--set {item!r}: expected KEY=INTEGER, e.g. PAD=0")
+        out[key] = int(value)
+    return out
+
+
+def profile(size: int, settings: dict[str, int] | None = None) -> tuple[list[dict[str, float]], dict]:
     """Counters of each profiled ladder launch in call order, and the rungs' tile configs."""
     metrics = dict(METRICS)
+    sets = [f"--set={k}={v}" for k, v in (settings or {}).items()]
     for _ in range(len(METRICS)):
         cmd = [find_ncu(), "--csv", "--kernel-name", "regex:ladder_", "--metrics", ",".join(metrics.values()),
-               sys.executable, __file__, "--child", "--shape", str(size)]
+               sys.executable, __file__, "--child", "--shape", str(size), *sets]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
         missing = re.findall(r"Failed to find metric (\S+)", run.stdout + run.stderr)
         if not missing:
@@ -112,18 +133,22 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shape", type=int, default=4096, help="M = N = K")
     p.add_argument("--out", type=Path, default=None, help="write the counters as JSON")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
+                   help="change this constant in every rung that has it (repeatable), e.g. PAD=0")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
+    settings = parse_settings(args.settings)
     if args.child:
-        child(args.shape)
+        child(args.shape, settings)
         return
-    launches, configs = profile(args.shape)
+    launches, configs = profile(args.shape, settings)
     if len(launches) != len(RUNGS):
         raise SystemExit(f"expected {len(RUNGS)} profiled ladder launches, got {len(launches)}: {launches}")
-    print(f"The ladder's memory traffic at {args.shape}³ fp16, beta = 0 (Nsight Compute, 32-byte sectors)\n")
-    print("| rung | tile BM×BN×BK | global loads / ideal | L1→L2 reads / ideal | DRAM read / ideal bytes | "
-          "stores / ideal | local ld + st sectors | smem conflicts / wavefronts |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    changed = f", with {', '.join(args.settings)}" if args.settings else ""
+    print(f"The ladder's memory traffic at {args.shape}³ fp16, beta = 0 (Nsight Compute, 32-byte sectors){changed}\n")
+    print("| rung | tile BM×BN×BK, PAD | global loads / ideal | L1→L2 reads / ideal | DRAM read / ideal bytes | "
+          "sectors per L2 read request | stores / ideal | local ld + st sectors | smem conflicts / wavefronts |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     out = {}
     for (rung, cfg), got in zip(configs.items(), launches):
         load, store = ideal_sectors(args.shape, cfg)
@@ -131,9 +156,10 @@ def main() -> None:
         loads = counted("global_ld", "global_ldgsts")
         local = counted("local_ld", "local_st")
         conflicts = got.get("smem_conflicts", math.nan) / max(got.get("smem_wavefronts", math.nan), 1)
-        print(f"| {rung} | {cfg['BM']}×{cfg['BN']}×{cfg['BK']} | {loads / load:.2f} | "
+        print(f"| {rung} | {cfg['BM']}×{cfg['BN']}×{cfg['BK']}, {cfg.get('PAD', 0)} | {loads / load:.2f} | "
               f"{got.get('l2_read_from_l1', math.nan) / load:.2f} | "
               f"{got.get('dram_read_bytes', math.nan) / (2 * 2 * args.shape ** 2):.2f} | "
+              f"{got.get('l2_read_from_l1', math.nan) / max(got.get('l2_read_requests_from_l1', math.nan), 1):.2f} | "
               f"{got.get('global_st', math.nan) / store:.2f} | {local:,.0f} | {conflicts:.2f} |")
         out[rung] = {"config": cfg, "ideal_load_sectors": load, "ideal_store_sectors": store, **got}
     print("\nideal loads: A read once per CTA column and B once per CTA row; DRAM ideal: A and B read once.")
