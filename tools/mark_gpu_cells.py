@@ -87,6 +87,7 @@ JUDGE_ONLY_CELLS: dict[str, tuple[str, ...]] = {
 DISPLAY_ONLY_CELLS: dict[str, tuple[str, ...]] = {
     "03_swizzle_and_banks": ("ncu_vs_prediction_slow",),
     "04_mma": ("tile_check", "cta_bench"),
+    "05_global_gemm": ("coalescing_timing_slow", "faulty_run"),
     "06_pipelining": ("bench_more",),
     "07_hopper": ("deadlock_demo", "ws_sass_check", "bench_steps"),
     "08_cuda_ladder": ("seed_fault_run",),
