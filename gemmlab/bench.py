@@ -22,7 +22,7 @@ from .gpu import require_gpu
 from .integrity import (BenchIntegrityError, grading_mode, input_nudger, library_guard, library_message,
                         verify_nothing_left_running, verify_once)
 from .runtime import faults
-from .runtime.device import torch_device
+from .runtime.device import device_label, torch_device
 from .runtime.streams import DEFAULT_TIMEOUT_S, synchronize
 from .spread import LEVEL, Comparison, NoSpreadError, against_one, between, interval_text, median_interval
 from .timing import interleaved_rounds, l2_flush_buffer, prepare_timer, round_reps, time_cuda
@@ -292,7 +292,7 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
             raise
         raise translated from None
     result = result_from_rounds(times, ctimes, (M, N, K), convention, str(dtype).replace("torch.", ""),
-                                str(out_dtype).replace("torch.", ""), torch.cuda.get_device_name(dev), label)
+                                str(out_dtype).replace("torch.", ""), device_label(dev), label)
     if grading_mode():
         report.publish("bench", result)
     return result

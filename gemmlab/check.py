@@ -23,7 +23,7 @@ from .figures import figure_img_tag
 from .gpu import require_gpu
 from .integrity import grading_mode, late_work_message, library_guard, library_message, watched_call
 from .runtime import faults
-from .runtime.device import torch_device
+from .runtime.device import device_label, torch_device
 from .runtime.memory import GuardedMatrix, dtype_name
 from .runtime.streams import DEFAULT_TIMEOUT_S
 from .timing_lock import shared_gpu_work
@@ -450,7 +450,7 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
             if translated is exc:
                 raise
             raise translated from None
-    result = CheckResult(rows, convention, dtype_name(dtype), dtype_name(out_dtype), tuple(tile), seed, str(dev))
+    result = CheckResult(rows, convention, dtype_name(dtype), dtype_name(out_dtype), tuple(tile), seed, device_label(dev))
     if grading_mode() and publish:
         report.publish("check", result)
     return result

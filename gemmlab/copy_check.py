@@ -22,7 +22,7 @@ from .errors import ContextLostError, GemmlabError, KernelTimeoutError
 from .gpu import require_gpu
 from .integrity import NO_COPIES, late_work_message, library_guard, watched_call
 from .runtime import faults
-from .runtime.device import torch_device
+from .runtime.device import device_label, torch_device
 from .runtime.memory import GuardedMatrix, dtype_name
 from .runtime.streams import DEFAULT_TIMEOUT_S
 from .timing_lock import shared_gpu_work
@@ -207,7 +207,7 @@ def check_copy(fn: Callable[..., Any], shapes: Any = ((128, 256),), dtype: Any =
             if translated is exc:
                 raise
             raise translated from None
-    return CopyResult(rows, dtype_name(dtype), bool(transpose), seed, str(dev), bool(who))
+    return CopyResult(rows, dtype_name(dtype), bool(transpose), seed, device_label(dev), bool(who))
 
 
 @dataclass(frozen=True)
@@ -319,7 +319,7 @@ def bench_copy(fn: Callable[..., Any], shape: Any = (8192, 8192), dtype: Any = N
     median = statistics.median(times)
     low, high, coverage = median_interval(times)
     return CopyTiming(shape, dtype_name(dtype), bool(transpose), median, moved / (median / 1e3),
-                      moved / (high / 1e3), moved / (low / 1e3), coverage, len(times), str(dev))
+                      moved / (high / 1e3), moved / (low / 1e3), coverage, len(times), device_label(dev))
 
 
 def _check_one(fn: Callable[..., Any], shape: Shape2, dtype: Any, transpose: bool, who: bool, gen: Any, dev: Any,

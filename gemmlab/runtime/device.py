@@ -52,6 +52,15 @@ def ensure_context(index: int) -> None:
         checked(d.cuCtxSetCurrent(ctx), "selecting the GPU's context")
 
 
+def device_label(dev: Any) -> str:
+    """What a local result says it ran on: the GPU's name, as the pool's results say, or ``"cpu"``.
+    Why: "cuda:0" tells a student nothing, and a local and a pool number should name GPUs alike."""
+    import torch
+
+    d = torch.device(dev)
+    return torch.cuda.get_device_name(d) if d.type == "cuda" else str(d)
+
+
 def torch_device() -> Any:
     """Torch's current CUDA device, with torch's CUDA initialised and its context current here."""
     import torch
