@@ -277,15 +277,19 @@ def _grade_ray(c: Course, jobs: list[GradeJob], gpus: list[str], workers_per_gpu
     return time.monotonic() - t0, results
 
 
-def _noise_rows(label: str, runs: dict[tuple[str, str], SubmissionResult], solo: dict[tuple, "BenchResult"],
-                hostile: set[str], level: float) -> tuple[list[list[str]], int, int]:
-    """Each honest capstone's graded timings against the solo run's: rows, how many comparisons, how
-    many beyond the noise."""
+def _honest_timings(runs: dict[tuple[str, str], SubmissionResult], hostile: set[str]
+                    ) -> dict[str, dict[tuple, "BenchResult"]]:
+    """Each honest student's graded capstone timings, by student."""
+    return {student: _timings(r) for (student, a), r in sorted(runs.items()) if a == CAPSTONE and student not in hostile}
+
+
+def _noise_rows(label: str, timings: dict[str, dict[tuple, "BenchResult"]], solo: dict[tuple, "BenchResult"],
+                level: float) -> tuple[list[list[str]], int, int]:
+    """Each student's timings against the solo reference's: rows, how many comparisons, how many
+    beyond the noise."""
     rows, n, beyond = [], 0, 0
-    for (student, a), r in sorted(runs.items()):
-        if a != CAPSTONE or student in hostile:
-            continue
-        for key, b in sorted(_timings(r).items()):
+    for student, theirs in sorted(timings.items()):
+        for key, b in sorted(theirs.items()):
             if key not in solo:
                 continue
             try:
@@ -301,23 +305,53 @@ def _noise_rows(label: str, runs: dict[tuple[str, str], SubmissionResult], solo:
     return rows, n, beyond
 
 
+def _solo_timings(args, limits, name: str) -> dict[tuple, "BenchResult"]:
+    """The capstone graded alone (one worker on the first GPU, nothing else running): its graded timings."""
+    c = _course([CAPSTONE], args.course_root)
+    jobs = _jobs(c, [CAPSTONE], [name], limits, not args.no_sandbox)
+    _, alone = _grade(c, jobs, args.gpu_ids[:1])
+    timings = _timings(alone[(name, CAPSTONE)])
+    print(f"{name} capstone timings: {len(timings)} on GPU {args.gpu_ids[0]}", flush=True)
+    return timings
+
+
+def pooled_timings(first: dict[tuple, "BenchResult"], second: dict[tuple, "BenchResult"]
+                   ) -> dict[tuple, "BenchResult"]:
+    """Per problem, both solo runs' rounds as one reference: its spread holds the drift between runs
+    (clocks, temperature) as well as the spread within one, which a single run's interval leaves out."""
+    import dataclasses
+    import statistics
+
+    from gemmlab.spread import median_interval
+
+    out = {}
+    for key in first.keys() & second.keys():
+        a, b = first[key], second[key]
+        rounds = a.round_ratios + b.round_ratios
+        if len(rounds) < 2:      # runs without rounds: nothing to pool; the comparison will say so
+            out[key] = a
+            continue
+        low, high, coverage = median_interval(rounds)
+        out[key] = dataclasses.replace(a, label="solo runs, pooled", round_ratios=rounds, rounds=len(rounds),
+                                       ratio=statistics.median(rounds), ratio_low=low, ratio_high=high,
+                                       coverage=coverage)
+    return out
+
+
 def bench_scale(args, limits) -> None:
     """N complete submissions, one in five hostile, graded on one GPU and then on two, through the local
     workers (``--gpus``) and through a local Ray cluster (``--ray local``): wall time, speed-up, whether
     every grade equals the first 1-GPU run's, and whether the capstone's graded timings stay within the
-    noise of a solo run (two workers timing at once on one host must not change each other's numbers)."""
+    noise of a solo run (two workers timing at once on one host must not change each other's numbers).
+    The capstone is graded alone before and after the runs; the two solo runs compared with each other
+    show the run-to-run spread, and the graded timings are compared with both runs' rounds pooled."""
     students = [f"s{i:03d}" for i in range(args.students)]
     every = args.hostile_every
     hostile = {s for i, s in enumerate(students) if i % every == every - 1}
     modes = ["gpus", "ray"] if args.mode == "both" else [args.mode]
     ids = args.gpu_ids
-    solo: dict[tuple, "BenchResult"] = {}
-    if CAPSTONE in args.assignments and ids[0] is not None:
-        c = _course([CAPSTONE], args.course_root)
-        jobs = _jobs(c, [CAPSTONE], ["solo"], limits, not args.no_sandbox)
-        _, alone = _grade(c, jobs, ids[:1])          # one worker, one GPU, nothing else running
-        solo = _timings(alone[("solo", CAPSTONE)])
-        print(f"solo capstone timings: {len(solo)} on GPU {ids[0]}")
+    timed_solo = CAPSTONE in args.assignments and ids[0] is not None
+    before = _solo_timings(args, limits, "solo") if timed_solo else {}
     rows, times, grades, noise = [], {}, {}, []
     for mode in modes:
         for n_gpu in (1, 2):
@@ -351,18 +385,26 @@ def bench_scale(args, limits) -> None:
         differ = sorted((k, base.get(k), got.get(k)) for k in set(base) | set(got) if base.get(k) != got.get(k))
         print(f"grades of {key[0]}, {key[1]} GPU(s) equal to {first[0]}, {first[1]} GPU's: "
               f"{'yes, all ' + str(len(got)) if not differ else f'no: {differ[:10]}'}")
-    if solo:
-        comparisons = sum(len(_timings(r)) for _, runs in noise for (s, a), r in runs.items()
-                          if a == CAPSTONE and s not in hostile) or 1
+    if timed_solo:
+        after = _solo_timings(args, limits, "solo_after")
+        control, n_control, beyond_control = _noise_rows("solo after", {"solo": after}, before, LEVEL)
+        print(table(control, ["run", "student", "problem", "ratio after", "ratio before", "after / before (interval)",
+                              "verdict"]))
+        print(f"the two solo runs differ beyond their noise in {beyond_control} of {n_control} timings: "
+              "the run-to-run spread that one run's interval leaves out\n")
+        solo = pooled_timings(before, after)
+        graded = [(label, _honest_timings(runs, hostile)) for label, runs in noise]
+        comparisons = sum(len(t) for _, by_student in graded for t in by_student.values()) or 1
         level = 1 - (1 - LEVEL) / comparisons       # family-wise: every comparison at once at LEVEL
         out, n, beyond = [], 0, 0
-        for label, runs in noise:
-            r_, n_, b_ = _noise_rows(label, runs, solo, hostile, level)
+        for label, by_student in graded:
+            r_, n_, b_ = _noise_rows(label, by_student, solo, level)
             out, n, beyond = out + r_, n + n_, beyond + b_
         print(table(out, ["run", "student", "problem", "ratio graded", "ratio solo", "graded / solo (interval)",
                           "verdict"]))
         print(f"capstone timings beyond the noise of the solo run: {beyond} of {n} "
-              f"(each interval at {level:.4f}, so all {n} together at {LEVEL:.0%})\n")
+              f"(against both solo runs' rounds pooled; each interval at {level:.4f}, so all {n} together at "
+              f"{LEVEL:.0%})\n")
 
 
 def bench_hostile(args, limits) -> None:

@@ -8,11 +8,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from autograder.harness import sandbox as sb
 from tests.support import grading_fixtures as gf
+
+if TYPE_CHECKING:
+    from gemmlab.bench import BenchResult
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_bwrap = pytest.mark.skipif(bool(sb.check_bwrap()) and os.environ.get("GEMMLAB_CI") != "1",
@@ -40,3 +44,47 @@ def test_scale_benchmark_grades_the_same_on_one_and_two_workers_locally_and_on_r
     hostile = {line.split(":")[1].split(" in ")[0].strip() for line in graded if "s001/" in line}
     assert hostile, graded          # the hostile hand-in was graded in every run, not dropped
     assert honest == {"6/6"}, honest
+
+
+def _timed(center: float, spread: float, rounds: int = 12) -> "BenchResult":
+    """A capstone timing at 4096³ fp16 whose per-round ratios lie evenly in center ± spread."""
+    from gemmlab.bench import BenchResult
+
+    ratios = tuple(center - spread + 2 * spread * i / (rounds - 1) for i in range(rounds))
+    return BenchResult(shape=(4096, 4096, 4096), convention="nt", dtype="float16", out_dtype="float16", ms=1.0,
+                       tflops=1.0, cublas_ms=1.0, cublas_tflops=1.0, ratio=center, device="NVIDIA H100 80GB HBM3",
+                       reps=10, label="capstone", rounds=rounds, round_ratios=ratios)
+
+
+def test_two_solo_runs_pooled_hold_the_drift_between_runs_and_a_real_slowdown_still_shows() -> None:
+    import grading
+    from gemmlab.spread import LEVEL
+
+    key = ((4096, 4096, 4096), "float16")
+    before, after = {key: _timed(1.000, 0.002)}, {key: _timed(1.010, 0.002)}
+    # the two solo runs drifted 1 % apart: the control says so
+    rows, n, beyond = grading._noise_rows("solo after", {"solo": after}, before, LEVEL)
+    assert (n, beyond) == (1, 1) and "faster" in rows[0][-1], rows
+    pooled = grading.pooled_timings(before, after)[key]
+    assert len(pooled.round_ratios) == 24 and pooled.ratio_low < 1.005 < pooled.ratio_high
+    # a graded timing between the two solo runs is beyond the first run's noise alone, within the pooled runs'
+    between = {"s000": {key: _timed(1.005, 0.002)}}
+    assert grading._noise_rows("graded", between, before, LEVEL)[2] == 1
+    rows, n, beyond = grading._noise_rows("graded", between, {key: pooled}, LEVEL)
+    assert (n, beyond) == (1, 0) and rows[0][-1] == "within noise", rows
+    # a worker slowed 5 % by its neighbour is still caught
+    rows, n, beyond = grading._noise_rows("graded", {"s001": {key: _timed(0.950, 0.002)}}, {key: pooled}, LEVEL)
+    assert (n, beyond) == (1, 1) and "slower" in rows[0][-1], rows
+
+
+def test_solo_runs_without_rounds_are_reported_not_compared() -> None:
+    import dataclasses
+
+    import grading
+    from gemmlab.spread import LEVEL
+
+    key = ((4096, 4096, 4096), "float16")
+    bare = dataclasses.replace(_timed(1.0, 0.002), rounds=0, round_ratios=())
+    pooled = grading.pooled_timings({key: bare}, {key: dataclasses.replace(bare)})
+    rows, n, beyond = grading._noise_rows("graded", {"s000": {key: _timed(1.0, 0.002)}}, pooled, LEVEL)
+    assert (n, beyond) == (0, 0) and rows[0][-1].startswith("not comparable"), rows
