@@ -447,7 +447,9 @@ def main() -> int:
     p.add_argument("--course-root", type=Path, default=ROOT,
                    help="the course to grade (its solutions/ and course/ folders; default: this repository's)")
     p.add_argument("--no-sandbox", action="store_true")
-    p.add_argument("--cell-timeout", type=float, default=180)
+    p.add_argument("--cell-timeout", type=float, default=Limits.cell_s, help="seconds per instructor cell")
+    p.add_argument("--answer-cell-timeout", type=float, default=Limits.answer_cell_s,
+                   help="seconds per cell of the student's own code, where a hostile hand-in's endless loop runs")
     p.add_argument("--profile", action="store_true", help="one: list the cells that took longest, in either kernel")
     p.add_argument("--hostile-every", type=int, default=5,
                    help="scale: every Nth submission is hostile (default 5: one in five)")
@@ -470,7 +472,7 @@ def main() -> int:
     args.workers_per_gpu = max(1, args.workers_per_gpu)
     args.gpu_ids = list(args.gpus)          # each GPU once (the scale runs take the first one, then two)
     args.gpus = [g for g in args.gpus for _ in range(args.workers_per_gpu)]
-    limits = Limits(cell_s=args.cell_timeout)
+    limits = Limits(cell_s=args.cell_timeout, answer_cell_s=args.answer_cell_timeout)
     students = args.students
     if args.only in (None, "one"):
         bench_one(args, limits)

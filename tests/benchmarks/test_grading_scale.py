@@ -30,7 +30,7 @@ def test_scale_benchmark_grades_the_same_on_one_and_two_workers_locally_and_on_r
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "GEMMLAB_HIDE_GPU": "1"}
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "grading.py"), "--only", "scale",
                            "--students", "2", "--hostile-every", "2", "--gpus", "0,1", "--course-root", str(course),
-                           "--cell-timeout", "10"],
+                           "--cell-timeout", "10", "--answer-cell-timeout", "5"],
                           capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
