@@ -72,7 +72,7 @@ def test_wmma_gemm_compiles(arch: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])   # sm_90 is covered by the WMMA kernel above (45 s less)
 def test_cute_gemm_compiles(arch: str) -> None:
     c = compile_to(CUTE_GEMM, "gemm", arch=arch, use_cache=False)
     assert c.cubin[:4] == b"\x7fELF"
