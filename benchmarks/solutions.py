@@ -18,6 +18,10 @@ kernel's configuration through the ``configure_<front-end>(**changes)`` function
 defines, or through the cell's integer constants (e.g. ``--set hopper_ws:WS_GROUP_M=16``) where
 it defines no such function, for tuning runs.
 
+An attempt too different to be a change of settings (``ATTEMPTS``: the ping-pong capstone) is a file
+under ``benchmarks/attempts/`` run right after its kernel's cell, in the same namespace, redefining what
+it changes; its row stands beside the others, losers included.
+
 Every ratio comes with its interval (``bench_gemm``'s interleaved rounds, docs/TIMING.md), and
 each row stands beside the previous best row of the same kernel, shape and dtype on the same GPU
 from ``benchmarks/solutions_best.json``, with the verdict of comparing the two beyond the noise
@@ -64,6 +68,7 @@ KERNELS = [
     ("09_capstone", "capstone_whole_tile_epilogue"),
     ("09_capstone", "capstone_3_stages"),
     ("09_capstone", "capstone_no_stream_k"),
+    ("09_capstone", "capstone_pingpong"),
     ("09_capstone", "capstone"),
 ]
 #: Kernels whose GEMM function is not named like their cell tag: tag name -> function name.
@@ -85,7 +90,12 @@ VARIANTS = {
     "capstone_3_stages": ("capstone", {"CAP_STAGES": 3, "CAP_STREAM_K": 0}),
     # 4 stages and slices, every item whole: the partial last wave left idle
     "capstone_no_stream_k": ("capstone", {"CAP_STREAM_K": 0}),
+    # the two consumer warpgroups in ping-pong on 64x256 tiles (ATTEMPTS: code run after the cell)
+    "capstone_pingpong": ("capstone", {}),
 }
+#: Attempts too different from their kernel to be a change of its settings: a file of code run right after
+#: the kernel's cell, in its namespace, that redefines what it changes (name -> file under benchmarks/).
+ATTEMPTS = {"capstone_pingpong": "attempts/capstone_pingpong.py"}
 #: Kernels that compute one fixed tile (notebook 07's first step, one CTA): checked and timed at that
 #: shape only; their "ratio" is a latency comparison with cuBLAS on the same tiny problem.
 FIXED_SHAPE = {"hopper_one_tile": (64, 128, 64)}
@@ -207,6 +217,10 @@ def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = N
 
     alias = name
     name, settings = VARIANTS.get(name, (name, {}))
+    if alias in ATTEMPTS:
+        tag = f"kernel:{name}"
+        code = (Path(__file__).resolve().parent / ATTEMPTS[alias]).read_text()
+        sources = {**(sources or {}), tag: solution_cells.cell_source(assignment, tag) + "\n\n" + code}
     try:
         ns = solution_cells.load_namespace(assignment, tags_for(assignment, name), sources)
     except solution_cells.SolutionCellError as err:

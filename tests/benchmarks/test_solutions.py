@@ -146,6 +146,26 @@ def test_capstone_attempts_reach_the_compiled_kernel(bench) -> None:
     assert seen["capstone"][3] > seen["capstone_3_stages"][3]
 
 
+def test_pingpong_attempt_runs_after_the_capstone_cell_and_compiles_its_own_schedule(bench) -> None:
+    """The ping-pong attempt is the capstone's cell plus a file that replaces its kernel: capstone_gemm (the
+    cell's, with its padding) now launches a kernel whose warpgroups each own a 64x256 tile (wgmma n256 on 64
+    rows, one warpgroup's tiled MMA), hand turns to each other through named-barrier arrives, and fits 5 stages."""
+    fn, ns = bench.load_kernel("09_capstone", "capstone_pingpong")
+    assert fn is ns["capstone_gemm"] and "ping-pong" in ns["CAPSTONE_DESCRIPTION"]
+    assert ns["cap_launch"].__code__.co_filename != ns["cap_kernel"].__code__.co_filename   # redefined after the cell
+    assert ns["PP_STAGES"] == 5
+    with pytest.raises(LookupError):
+        bench.load_kernel("09_capstone", "capstone_pingpong", {"NOT_A_SETTING": 1})
+    kernels = ns["capstone_compile"]("sm_90a")
+    assert len(kernels) == 2
+    ptx = kernels[0].ptx
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in ptx
+    assert "multicast::cluster" in ptx and "stmatrix" in ptx and "ld.acquire.gpu" not in ptx   # whole tiles only
+    assert ptx.count("bar.arrive") + ptx.count("barrier.cta.arrive") == 4      # 2 to start, 2 turns passed
+    assert kernels[0].resources.dynamic_smem_bytes >= 5 * (64 + 256) * 64 * 2 and not kernels[0].resources.spills
+    assert "bf16" in kernels[1].ptx
+
+
 def test_set_reaches_a_dsl_cells_integer_constants(bench) -> None:
     _, ns = bench.load_kernel("07_hopper", "hopper_ws", {"WS_GROUP_M": 16, "WS_STAGES": 4})
     assert ns["WS_GROUP_M"] == 16 and ns["WS_STAGES"] == 4
