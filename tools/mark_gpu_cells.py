@@ -73,8 +73,9 @@ JUDGED_TESTS: dict[str, tuple[str, ...]] = {
 
 #: Per notebook with judged tests, instructor cells that run in the judge alone when graded: nothing the student's
 #: kernel runs after them reads what they define (tests/autograder/test_routing.py checks it), and they are costly
-#: (05 compiles its C++ variants; the judge compiles them anyway to run them).
+#: (05 compiles its C++ variants; the judge compiles them anyway to run them; 04's three C++ builds).
 JUDGE_ONLY_CELLS: dict[str, tuple[str, ...]] = {
+    "04_mma": ("build_simt_cpp", "build_tile_cpp", "build_cta_cpp"),
     "05_global_gemm": ("build_cpp", "cpp_variants_slow"),
     "06_pipelining": ("build_cpp",),
 }
