@@ -283,7 +283,7 @@ def _honest_timings(runs: dict[tuple[str, str], SubmissionResult], hostile: set[
     return {student: _timings(r) for (student, a), r in sorted(runs.items()) if a == CAPSTONE and student not in hostile}
 
 
-def _noise_rows(label: str, timings: dict[str, dict[tuple, "BenchResult"]], solo: dict[tuple, "BenchResult"],
+def noise_rows(label: str, timings: dict[str, dict[tuple, "BenchResult"]], solo: dict[tuple, "BenchResult"],
                 level: float) -> tuple[list[list[str]], int, int]:
     """Each student's timings against the solo reference's: rows, how many comparisons, how many
     beyond the noise."""
@@ -387,7 +387,7 @@ def bench_scale(args, limits) -> None:
               f"{'yes, all ' + str(len(got)) if not differ else f'no: {differ[:10]}'}")
     if timed_solo:
         after = _solo_timings(args, limits, "solo_after")
-        control, n_control, beyond_control = _noise_rows("solo after", {"solo": after}, before, LEVEL)
+        control, n_control, beyond_control = noise_rows("solo after", {"solo": after}, before, LEVEL)
         print(table(control, ["run", "student", "problem", "ratio after", "ratio before", "after / before (interval)",
                               "verdict"]))
         print(f"the two solo runs differ beyond their noise in {beyond_control} of {n_control} timings: "
@@ -398,7 +398,7 @@ def bench_scale(args, limits) -> None:
         level = 1 - (1 - LEVEL) / comparisons       # family-wise: every comparison at once at LEVEL
         out, n, beyond = [], 0, 0
         for label, by_student in graded:
-            r_, n_, b_ = _noise_rows(label, by_student, solo, level)
+            r_, n_, b_ = noise_rows(label, by_student, solo, level)
             out, n, beyond = out + r_, n + n_, beyond + b_
         print(table(out, ["run", "student", "problem", "ratio graded", "ratio solo", "graded / solo (interval)",
                           "verdict"]))

@@ -63,17 +63,17 @@ def test_two_solo_runs_pooled_hold_the_drift_between_runs_and_a_real_slowdown_st
     key = ((4096, 4096, 4096), "float16")
     before, after = {key: _timed(1.000, 0.002)}, {key: _timed(1.010, 0.002)}
     # the two solo runs drifted 1 % apart: the control says so
-    rows, n, beyond = grading._noise_rows("solo after", {"solo": after}, before, LEVEL)
+    rows, n, beyond = grading.noise_rows("solo after", {"solo": after}, before, LEVEL)
     assert (n, beyond) == (1, 1) and "faster" in rows[0][-1], rows
     pooled = grading.pooled_timings(before, after)[key]
     assert len(pooled.round_ratios) == 24 and pooled.ratio_low < 1.005 < pooled.ratio_high
     # a graded timing between the two solo runs is beyond the first run's noise alone, within the pooled runs'
     between = {"s000": {key: _timed(1.005, 0.002)}}
-    assert grading._noise_rows("graded", between, before, LEVEL)[2] == 1
-    rows, n, beyond = grading._noise_rows("graded", between, {key: pooled}, LEVEL)
+    assert grading.noise_rows("graded", between, before, LEVEL)[2] == 1
+    rows, n, beyond = grading.noise_rows("graded", between, {key: pooled}, LEVEL)
     assert (n, beyond) == (1, 0) and rows[0][-1] == "within noise", rows
     # a worker slowed 5 % by its neighbour is still caught
-    rows, n, beyond = grading._noise_rows("graded", {"s001": {key: _timed(0.950, 0.002)}}, {key: pooled}, LEVEL)
+    rows, n, beyond = grading.noise_rows("graded", {"s001": {key: _timed(0.950, 0.002)}}, {key: pooled}, LEVEL)
     assert (n, beyond) == (1, 1) and "slower" in rows[0][-1], rows
 
 
@@ -86,5 +86,5 @@ def test_solo_runs_without_rounds_are_reported_not_compared() -> None:
     key = ((4096, 4096, 4096), "float16")
     bare = dataclasses.replace(_timed(1.0, 0.002), rounds=0, round_ratios=())
     pooled = grading.pooled_timings({key: bare}, {key: dataclasses.replace(bare)})
-    rows, n, beyond = grading._noise_rows("graded", {"s000": {key: _timed(1.0, 0.002)}}, pooled, LEVEL)
+    rows, n, beyond = grading.noise_rows("graded", {"s000": {key: _timed(1.0, 0.002)}}, pooled, LEVEL)
     assert (n, beyond) == (0, 0) and rows[0][-1].startswith("not comparable"), rows
