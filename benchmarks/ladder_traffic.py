@@ -22,19 +22,18 @@ The ratios say which part of a kernel's traffic is excess and where it comes fro
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import math
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import ncu  # noqa: E402  (benchmarks/ncu.py: running ncu and reading its CSV)
 
 ASSIGNMENT = "08_cuda_ladder"
 TAGS = ["kernel:ladder_launch", "kernel:ladder_naive", "kernel:ladder_smem", "kernel:ladder_wmma_common",
@@ -79,13 +78,6 @@ def child(size: int, settings: dict[str, int]) -> None:
     print("CONFIGS " + json.dumps(configs), flush=True)
 
 
-def find_ncu() -> str:
-    for candidate in (shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
-        if candidate and Path(candidate).exists():
-            return candidate
-    raise SystemExit("ncu not found: put Nsight Compute on PATH or at /usr/local/cuda/bin/ncu")
-
-
 def parse_settings(items: list[str]) -> dict[str, int]:
     """``["PAD=0", "STAGES=3"]`` -> ``{"PAD": 0, "STAGES": 3}``; SystemExit with the reason for a bad item."""
     out = {}
@@ -99,27 +91,11 @@ def parse_settings(items: list[str]) -> dict[str, int]:
 
 def profile(size: int, settings: dict[str, int] | None = None) -> tuple[list[dict[str, float]], dict]:
     """Counters of each profiled ladder launch in call order, and the rungs' tile configs."""
-    metrics = dict(METRICS)
     sets = [f"--set={k}={v}" for k, v in (settings or {}).items()]
-    for _ in range(len(METRICS)):
-        cmd = [find_ncu(), "--csv", "--kernel-name", "regex:ladder_", "--metrics", ",".join(metrics.values()),
-               sys.executable, __file__, "--child", "--shape", str(size), *sets]
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
-        missing = re.findall(r"Failed to find metric (\S+)", run.stdout + run.stderr)
-        if not missing:
-            break
-        metrics = {k: v for k, v in metrics.items() if v not in {m.strip("'\".,") for m in missing}}
-    configs = json.loads(next(line[len("CONFIGS "):] for line in run.stdout.splitlines() if line.startswith("CONFIGS ")))
-    rows = [line for line in run.stdout.splitlines() if line.startswith('"')]
-    launches: dict[str, dict[str, float]] = {}
-    for row in csv.DictReader(io.StringIO("\n".join(rows))):
-        key = row["ID"]
-        values = launches.setdefault(key, {"kernel": row["Kernel Name"]})
-        name = next((k for k, v in metrics.items() if v == row["Metric Name"]), None)
-        if name:
-            text = row["Metric Value"].replace(",", "")
-            values[name] = float(text) if re.fullmatch(r"[0-9.eE+-]+", text) else math.nan   # "n/a": not counted
-    return [launches[k] for k in sorted(launches, key=int)], configs
+    child = [sys.executable, __file__, "--child", "--shape", str(size), *sets]
+    launches, stdout = ncu.profile(child, METRICS, ["--kernel-name", "regex:ladder_"], timeout=1200)
+    configs = json.loads(next(line[len("CONFIGS "):] for line in stdout.splitlines() if line.startswith("CONFIGS ")))
+    return launches, configs
 
 
 def ideal_sectors(size: int, cfg: dict, elem: int = 2) -> tuple[float, float]:
