@@ -22,7 +22,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -32,7 +31,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemmlab import banks  # noqa: E402
+from ncu import find_ncu  # noqa: E402  (benchmarks/ncu.py: where Nsight Compute is)
 
 ARCH = "sm_90a"
 SMEM_BYTES = 32 * 1024
@@ -223,13 +224,6 @@ def run_kernels(cubin: bytes, count: int) -> None:
 
 
 # --------------------------------------------------------------------------- parent: ncu
-
-def find_ncu() -> str:
-    for cand in (shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
-        if cand and os.path.exists(cand):
-            return cand
-    raise SystemExit("ncu not found: put Nsight Compute on PATH or at /usr/local/cuda/bin/ncu")
-
 
 def _number(text: str) -> float | None:
     text = text.strip().replace(",", "")
