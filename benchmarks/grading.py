@@ -44,7 +44,7 @@ from autograder.harness.store import gradebook_scores  # noqa: E402
 from autograder.records import GradeJob, Limits, SubmissionResult  # noqa: E402
 from gemmlab.errors import GemmlabError  # noqa: E402
 from gemmlab.spread import LEVEL  # noqa: E402
-from usage import UsageSampler  # noqa: E402
+from usage import UsageSampler, cpu_pace  # noqa: E402
 
 
 def _course(assignments: list[str], source: Path = ROOT) -> Course:
@@ -338,6 +338,19 @@ def pooled_timings(first: dict[tuple, "BenchResult"], second: dict[tuple, "Bench
     return out
 
 
+def _seconds(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.2f} s"
+
+
+def packing(worker_seconds: float, workers: int, took: float) -> tuple[float, float]:
+    """``(bound, efficiency)`` of one run: the wall time perfect packing would take (every worker busy
+    until the end, ``worker_seconds / workers``) and how much of the run's wall time that is. Why: a
+    speed-up below the target is either work that grew when more workers ran at once (the bound grows)
+    or workers left idle at the end of the run (efficiency drops); only the second is the scheduler's."""
+    bound = worker_seconds / max(1, workers)
+    return bound, (bound / took if took > 0 else 0.0)
+
+
 def bench_scale(args, limits) -> None:
     """N complete submissions, one in five hostile, graded on one GPU and then on two, through the local
     workers (``--gpus``) and through a local Ray cluster (``--ray local``): wall time, speed-up, whether
@@ -352,7 +365,7 @@ def bench_scale(args, limits) -> None:
     ids = args.gpu_ids
     timed_solo = CAPSTONE in args.assignments and ids[0] is not None
     before = _solo_timings(args, limits, "solo") if timed_solo else {}
-    rows, times, grades, noise = [], {}, {}, []
+    rows, times, grades, noise, work, pace = [], {}, {}, [], {}, {}
     for mode in modes:
         for n_gpu in (1, 2):
             gpus = [g for g in ids[:n_gpu] if g is not None]
@@ -361,7 +374,9 @@ def bench_scale(args, limits) -> None:
                 continue
             c = _course(args.assignments, args.course_root)
             jobs = _jobs(c, args.assignments, students, limits, not args.no_sandbox, hostile_every=every)
-            print(f"{mode}, {n_gpu} GPU(s), {args.workers_per_gpu} worker(s) each: {len(jobs)} jobs", flush=True)
+            pace[(mode, n_gpu)] = cpu_pace(args.pace_iterations) if args.pace_iterations > 0 else None
+            print(f"{mode}, {n_gpu} GPU(s), {args.workers_per_gpu} worker(s) each: {len(jobs)} jobs; one core's "
+                  f"pace before it: {_seconds(pace[(mode, n_gpu)])} for a fixed loop", flush=True)
             with UsageSampler() as sampler:
                 if mode == "ray":
                     took, results = _grade_ray(c, jobs, gpus, args.workers_per_gpu)
@@ -370,14 +385,27 @@ def bench_scale(args, limits) -> None:
             print(f"{mode}, {n_gpu} GPU(s): {sampler.usage.summary()}", flush=True)
             times[(mode, n_gpu)] = took
             grades[(mode, n_gpu)] = {k: r.score for k, r in results.items()}
+            worker_seconds = sum(r.seconds for r in results.values())
+            work[(mode, n_gpu)] = (worker_seconds, n_gpu * args.workers_per_gpu)
+            bound, efficiency = packing(worker_seconds, n_gpu * args.workers_per_gpu, took)
             rows.append([mode, str(n_gpu), str(len(students)), str(len(hostile)), f"{took:.1f}",
-                         f"{len(students) / took * 60:.2f}"])
+                         f"{len(students) / took * 60:.2f}", f"{worker_seconds:.0f}", f"{bound:.1f}",
+                         f"{efficiency:.0%}"])
             noise.append((f"{mode}, {n_gpu} GPU(s)", results))
-    print(table(rows, ["scheduler", "GPUs", "submissions", "hostile", "seconds", "submissions/min"]))
+    print(table(rows, ["scheduler", "GPUs", "submissions", "hostile", "seconds", "submissions/min",
+                       "worker-seconds", "perfectly packed (s)", "packing"]))
     first = next(iter(grades), None)
     for mode in modes:
         if (mode, 1) in times and (mode, 2) in times:
             print(f"{mode}: speed-up 1 → 2 GPUs {times[(mode, 1)] / times[(mode, 2)]:.2f}× (target ≥ 1.8×)")
+            (w1, n1), (w2, n2) = work[(mode, 1)], work[(mode, 2)]
+            if w1 > 0 and w2 > 0:
+                print(f"{mode}: worker-seconds {w1:.0f} → {w2:.0f} ({w2 / w1 - 1:+.0%}) with twice the workers; "
+                      f"perfectly packed, the speed-up would be {(w1 / n1) / (w2 / n2):.2f}×")
+            p1, p2 = pace.get((mode, 1)), pace.get((mode, 2))
+            if p1 and p2:
+                print(f"{mode}: one core's pace before the runs {p1:.2f} s and {p2:.2f} s ({p2 / p1 - 1:+.0%}): "
+                      "the host's own drift, which moves the speed-up by about as much")
     for key, got in grades.items():
         if key == first:
             continue
@@ -453,6 +481,8 @@ def main() -> int:
     p.add_argument("--profile", action="store_true", help="one: list the cells that took longest, in either kernel")
     p.add_argument("--hostile-every", type=int, default=5,
                    help="scale: every Nth submission is hostile (default 5: one in five)")
+    p.add_argument("--pace-iterations", type=int, default=10_000_000,
+                   help="scale: the fixed loop that measures one core's pace before each run (0: skip)")
     args = p.parse_args()
     if args.profile:
         from autograder.harness.runner import PROFILE_ENV

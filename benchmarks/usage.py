@@ -7,7 +7,9 @@ sampler reads /proc/stat and, where ``nvidia-smi`` exists, each GPU's utilisatio
 from __future__ import annotations
 
 import shutil
+import statistics
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,6 +40,27 @@ def gpu_utilisation() -> list[float]:
         return [float(v) for v in out.split()]
     except (OSError, subprocess.SubprocessError, ValueError):
         return []
+
+
+_PACE_LOOP = ("import time\nt = time.perf_counter()\nx = 0\nfor i in range({n}):\n    x += i * i\n"
+              "print(time.perf_counter() - t)\n")
+
+
+def cpu_pace(iterations: int = 10_000_000, repeats: int = 3) -> float | None:
+    """Seconds one core takes for a fixed pure-Python loop (the median of ``repeats`` fresh interpreters),
+    or None where it could not run. Why: on a shared virtual machine one core's pace drifts by tens of
+    percent within minutes (measured on a two-H200 host, 2026-11-27: the same loop took 2.7 s and, a
+    minute later, 4.0 s alone), so two grading runs' wall times compare only as well as the host's pace
+    before each; the scale benchmark prints it."""
+    took = []
+    for _ in range(max(1, repeats)):
+        try:
+            out = subprocess.run([sys.executable, "-c", _PACE_LOOP.format(n=int(iterations))],
+                                 capture_output=True, text=True, timeout=300)
+            took.append(float(out.stdout.strip()))
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return None
+    return statistics.median(took)
 
 
 @dataclass

@@ -30,12 +30,15 @@ def test_scale_benchmark_grades_the_same_on_one_and_two_workers_locally_and_on_r
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "GEMMLAB_HIDE_GPU": "1"}
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "grading.py"), "--only", "scale",
                            "--students", "2", "--hostile-every", "2", "--gpus", "0,1", "--course-root", str(course),
-                           "--cell-timeout", "10", "--answer-cell-timeout", "5"],
+                           "--cell-timeout", "10", "--answer-cell-timeout", "5", "--pace-iterations", "100000"],
                           capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     for mode in ("gpus", "ray"):
         assert f"{mode}: speed-up 1 → 2 GPUs" in out, out[-4000:]
+        # why the speed-up is what it is, from the same run: work that grew, and the host's own pace
+        assert f"{mode}: worker-seconds " in out and "perfectly packed, the speed-up would be" in out, out[-4000:]
+        assert f"{mode}: one core's pace before the runs " in out, out[-4000:]
     # three later runs, each compared with the first: the hostile hand-in's grade included
     assert out.count("equal to gpus, 1 GPU's: yes, all 2") == 3, out[-4000:]
     graded = [line for line in out.splitlines() if line.strip().startswith("graded s00")]
@@ -88,3 +91,23 @@ def test_solo_runs_without_rounds_are_reported_not_compared() -> None:
     pooled = grading.pooled_timings({key: bare}, {key: dataclasses.replace(bare)})
     rows, n, beyond = grading.noise_rows("graded", {"s000": {key: _timed(1.0, 0.002)}}, pooled, LEVEL)
     assert (n, beyond) == (0, 0) and rows[0][-1].startswith("not comparable"), rows
+
+
+def test_packing_bound_is_the_work_spread_over_every_worker() -> None:
+    import grading
+
+    assert grading.packing(600.0, 6, 120.0) == (100.0, 100.0 / 120.0)
+    bound, efficiency = grading.packing(1200.0, 12, 100.0)
+    assert bound == 100.0 and efficiency == 1.0
+    assert grading.packing(10.0, 0, 0.0) == (10.0, 0.0)      # no workers or no time: no division by zero
+
+
+def test_cpu_pace_times_a_fresh_interpreter_and_says_when_it_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    import usage
+
+    took = usage.cpu_pace(iterations=20_000, repeats=3)
+    assert took is not None and 0 < took < 30
+    more = usage.cpu_pace(iterations=2_000_000, repeats=1)
+    assert more is not None and more > took          # the loop's length, not a constant, sets the time
+    monkeypatch.setattr(usage.sys, "executable", "/nonexistent/python")
+    assert usage.cpu_pace(iterations=10, repeats=1) is None
