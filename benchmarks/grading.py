@@ -5,7 +5,9 @@ Prints three tables (run on a GPU machine with bubblewrap on PATH):
 1. one complete submission (every assignment, the solutions handed in) graded on one GPU;
 2. throughput: N complete submissions (one in five hostile) on 1 GPU, then on 2, through the local
    workers and through a local Ray cluster: the speed-up, whether every grade equals the 1-GPU run's,
-   and the capstone's graded timings against the noise of the capstone graded alone before and after (pooled);
+   what held the speed-up down (worker-seconds that grew, workers idle at the end, one core's pace
+   before each run), and the capstone's graded timings against the noise of the capstone graded alone
+   before and after (pooled);
 3. 50 submissions, one in five hostile (hangs, os._exit, endless output, edited tests, torch.matmul
    instead of the kernel, a malformed cell, and the cheats that used to work in the student's kernel:
    an always-equal answer, a redefined helper, patched builtins and comparisons, a trace hook, an
