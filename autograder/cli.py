@@ -11,15 +11,24 @@ import sys
 import warnings
 from pathlib import Path
 
-from . import autograde
+from . import autograde, handin_files
 from .console import Progress, table
-from .course import REPO, Course, CourseError
+from .course import EXCHANGE, REPO, Course, CourseError
 from .records import Limits
 
 
 def cmd_collect(course: Course, args: argparse.Namespace) -> int:
     """Copy hand-ins into submitted/: from a folder (``--from DIR``) or from nbgrader's exchange."""
     if args.source is None:
+        # nbgrader's collect copies the exchange's hand-ins following links, with the grader's rights:
+        # a link there would hand in whatever it points to (the solutions, another student's work).
+        unsafe = handin_files.unsafe_entries(EXCHANGE, f"*/inbound/*+{args.assignment}+*")
+        if unsafe:
+            print(f"not collected: {len(unsafe)} hand-in entr{'y is' if len(unsafe) == 1 else 'ies are'} a link or "
+                  "not a regular file, and nbgrader would copy what they point to. Delete them from the exchange "
+                  "(the student then hands in again), or collect with --from:\n"
+                  + "\n".join(f"  {p}" for p in unsafe[:20]), file=sys.stderr)
+            return 1
         proc = course.nbgrader("collect", args.assignment, "--update")
         print(proc.stdout + proc.stderr)
         return proc.returncode

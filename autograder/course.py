@@ -23,11 +23,14 @@ import nbformat
 
 from gemmlab.errors import GemmlabError
 
+from . import handin_files
 from .harness import feedback, store
 from .records import GradeJob, Limits, NotebookParts, SubmissionResult
 
 REPO = Path(__file__).resolve().parent.parent
 NBGRADER_CONFIG = REPO / "autograder" / "nbgrader_config.py"
+#: nbgrader's exchange (``c.Exchange.root`` in NBGRADER_CONFIG): <course id>/inbound/<student>+<assignment>+<time>/.
+EXCHANGE = REPO / "autograder" / "exchange"
 
 
 class HandIn(NamedTuple):
@@ -86,8 +89,9 @@ class Course:
     def handed_in(self, assignment: str, student: str) -> dict[str, HandIn]:
         """The student's notebook files by name. Any JSON is passed on as it is: the grader decides
         whether it is a notebook."""
-        return {name: read_hand_in(self.submitted / student / assignment / name)
-                for name in self.notebooks(assignment)}
+        folder = self.submitted / student / assignment
+        refused = handin_files.refusals(folder)
+        return {name: read_hand_in(folder / name, refused.get(name, "")) for name in self.notebooks(assignment)}
 
     def attempt(self, assignment: str, student: str) -> str:
         """The digest of the student's current hand-in (:func:`autograder.harness.store.attempt_id`)."""
@@ -137,21 +141,31 @@ class Course:
     # ------------------------------------------------------------------ hand-ins in, grades out
     def collect_from(self, folder: Path, assignment: str) -> int:
         """Copy hand-ins into ``submitted/`` from ``folder/<student>/<assignment>/`` or
-        ``folder/<student>/*.ipynb`` (replacing earlier ones); returns how many students had one."""
+        ``folder/<student>/*.ipynb`` (replacing earlier ones); returns how many students had one.
+        Only regular files are copied, never through a link (:mod:`autograder.handin_files`); what is
+        refused is recorded with the hand-in, so its grade says why."""
         n = 0
         for student_dir in sorted(Path(folder).iterdir()):
-            if not student_dir.is_dir():
+            if not handin_files.is_real_folder(student_dir):
                 continue
-            src = student_dir / assignment if (student_dir / assignment).is_dir() else student_dir
-            nbs = sorted(src.glob("*.ipynb"))
-            if not nbs:
+            inner = student_dir / assignment
+            refused: dict[str, str] = {}
+            if inner.is_symlink():          # the assignment's folder is a link: none of its notebooks is read
+                refused = {name: f"the folder {assignment} is a symbolic link, not a folder: hand in the "
+                                 "notebook files themselves" for name in self.notebooks(assignment)}
+                nbs: list[Path] = []
+            else:
+                src = inner if inner.is_dir() else student_dir
+                nbs = sorted(src.glob("*.ipynb"))
+            if not nbs and not refused:
                 continue
             dest = self.submitted / student_dir.name / assignment
-            if dest.exists():
+            if dest.is_symlink():
+                dest.unlink()
+            elif dest.exists():
                 shutil.rmtree(dest)
             dest.mkdir(parents=True)
-            for nb in nbs:
-                shutil.copy2(nb, dest / nb.name)
+            handin_files.collect(nbs, dest, refused)
             n += 1
         return n
 
@@ -200,12 +214,16 @@ class Course:
         return len(rows)
 
 
-def read_hand_in(path: Path) -> HandIn:
-    """The file at ``path`` as handed in (see :class:`HandIn`)."""
-    if not path.exists():
-        return HandIn(None, "", "")
+def read_hand_in(path: Path, refused: str = "") -> HandIn:
+    """The file at ``path`` as handed in (see :class:`HandIn`); ``refused``: why collecting refused it."""
+    if refused:
+        return HandIn(None, refused, hashlib.sha256(refused.encode()).hexdigest())
     try:
-        raw = path.read_bytes()
+        raw = handin_files.read_regular(path)
+    except FileNotFoundError:
+        return HandIn(None, "", "")
+    except handin_files.NotAFile as why:
+        return HandIn(None, str(why), hashlib.sha256(str(why).encode()).hexdigest())
     except OSError as err:
         return HandIn(None, f"it could not be read ({err.strerror or err})", "")
     digest = hashlib.sha256(raw).hexdigest()
