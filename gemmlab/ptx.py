@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from .signature import split_top_level
+
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _LABEL = re.compile(r"^[$%\w]+:(?!:)\s*")
 _PREDICATE = re.compile(r"^@!?%?[\w.]+\s+")
@@ -42,22 +44,9 @@ def opcode(statement: str) -> str:
 
 
 def operands(statement: str) -> list[str]:
-    """The operands of one statement, split at top-level commas (``[%r1+16]`` stays one)."""
+    """The operands of one statement, split at top-level commas (``[%r1+16]`` and ``{%r1,%r2}`` stay one)."""
     rest = statement.split(None, 1)[1] if len(statement.split(None, 1)) > 1 else ""
-    out, depth, current = [], 0, ""
-    for ch in rest:
-        if ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    if current.strip():
-        out.append(current.strip())
-    return out
+    return [part.strip() for part in split_top_level(rest) if part.strip()]
 
 
 def _spaces(op: str) -> list[str]:

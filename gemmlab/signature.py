@@ -146,7 +146,7 @@ def _match_close(text: str, start: int, open_: str, close: str) -> int:
     return len(text)
 
 
-def _split_top_level(text: str) -> list[str]:
+def split_top_level(text: str) -> list[str]:
     """Split at commas outside (), [], {} and <> (template arguments)."""
     parts, depth, current = [], 0, []
     for c in text:
@@ -231,7 +231,7 @@ def _template_names(clean: str, decl_start: int) -> tuple[bool, set[str]]:
     start = match.end() - 1
     end = _match_close(head, start, "<", ">")
     names = set()
-    for part in _split_top_level(head[start + 1: end - 1]):
+    for part in split_top_level(head[start + 1: end - 1]):
         words = _IDENT.findall(part.split("=")[0])
         if words:
             names.add(words[-1])
@@ -280,7 +280,7 @@ def find_kernels(source: str) -> list[KernelDecl]:
                 brace = clean.find("{", block)
                 if 0 <= brace < match.start() and clean[block + len('extern "C"'):brace].strip() == "":
                     extern_c = _match_close(clean, brace, "{", "}") > match.start()
-        pieces = [p for p in _split_top_level(params_text) if p.strip()]
+        pieces = [p for p in split_top_level(params_text) if p.strip()]
         if len(pieces) == 1 and _normalize(pieces[0]) == "void":
             pieces = []
         params = tuple(_parse_param(p, k, tnames) for k, p in enumerate(pieces))
