@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ProfilerError
 
@@ -199,15 +199,53 @@ def _run(cmd: list[str], timeout: float, env: Mapping[str, str] | None) -> subpr
         raise ProfilerError(f"ncu could not be started ({exc}).") from None
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: a process group of its own (so ncu and the process it profiles are stopped
+    together), and killed when its parent dies."""
+    import ctypes
+    import os
+    import signal
+
+    os.setpgrp()
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def run_stoppable(cmd: list[str], timeout: float, env: Mapping[str, str] | None) -> subprocess.CompletedProcess:
+    """Run ``cmd`` like :func:`subprocess.run` but in a process group of its own that is killed whole past
+    ``timeout`` (ncu and the process it profiles, which may hang in a kernel) and when this process dies."""
+    import os
+    import signal
+
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(env) if env is not None else None, preexec_fn=_die_with_parent)
+    except OSError as exc:
+        raise ProfilerError(f"ncu could not be started ({exc}).") from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.communicate()
+        raise ProfilerError(f"ncu ran longer than {timeout:.0f} s and was stopped (a kernel that never ends, or a "
+                            "very slow one under the profiler's replay).") from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def run_known(ncu: str, metrics: Mapping[str, str], build: "CommandBuilder", timeout: float,
-              env: Mapping[str, str] | None = None) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
+              env: Mapping[str, str] | None = None, runner: Any = None) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
     """Run ``build(ncu, metric names)`` until ncu knows every metric asked for: a metric this GPU or ncu does
     not know is dropped and the run repeated, so one unknown name costs that value, not the run. The last
     run and the metrics it asked for; a ProfilerError when ncu itself failed."""
     wanted = dict(metrics)
     for _ in range(len(metrics) + 1):
         cmd = build(ncu, list(wanted.values()))
-        run = _run(cmd, timeout, env)
+        run = (runner or _run)(cmd, timeout, env)
         missing = missing_metrics((run.stdout or "") + (run.stderr or ""))
         kept = {k: v for k, v in wanted.items() if v not in missing}
         if not missing or not kept:
@@ -243,7 +281,8 @@ def export(ncu: str, child: Sequence[str], metrics: Sequence[str], report: Path,
     """Profile ``child`` into the report file ``report`` (``.ncu-rep`` is added by ncu when missing) collecting
     ``metrics``; ncu's output (the child's included) and the metrics it knew."""
     opts = [*(options or []), "--export", str(report), "--force-overwrite"]
-    run, wanted = run_known(ncu, {m: m for m in metrics}, CommandBuilder(child, opts, csv_output=False), timeout, env)
+    run, wanted = run_known(ncu, {m: m for m in metrics}, CommandBuilder(child, opts, csv_output=False), timeout, env,
+                            run_stoppable)
     return (run.stdout or "") + (run.stderr or ""), list(wanted.values())
 
 
@@ -257,5 +296,6 @@ def import_raw(ncu: str, report: Path, timeout: float = 120) -> list[dict[str, f
 
 __all__ = ["FALLBACKS", "HINT_NOT_FOUND", "HINT_PERMISSION", "LAUNCH_COLUMNS", "MISSING_METRIC", "NANOSECONDS",
            "PREFIXES", "CommandBuilder", "NcuVersion", "command", "export", "failure", "find_ncu", "import_raw",
-           "missing_metrics", "ncu_version", "number", "parse_csv", "parse_raw_csv", "profile", "run_known", "tail",
+           "missing_metrics", "ncu_version", "number", "parse_csv", "parse_raw_csv", "profile", "run_known", "run_stoppable",
+           "tail",
            "to_base"]

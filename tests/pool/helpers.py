@@ -71,8 +71,8 @@ class ScriptedExecutor:
         self._gpus = list(gpus)
         self.delay_s = delay_s
         self.started: list[str] = []
-        self.running: dict[str, int] = {"check": 0, "bench": 0}
-        self.most: dict[str, int] = {"check": 0, "bench": 0}
+        self.running: dict[str, int] = {"check": 0, "bench": 0, "profile": 0, "trace": 0}
+        self.most: dict[str, int] = {"check": 0, "bench": 0, "profile": 0, "trace": 0}
         self._lock = threading.Lock()
 
     def gpus(self) -> list[str]:

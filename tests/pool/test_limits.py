@@ -28,7 +28,7 @@ def test_gpu_seconds_per_hour_and_when_to_retry() -> None:
         ledger.admit("alice", now=1000)
     # Under the limit again once the first job (60 s, at t=0) leaves the hour's window.
     assert refused.value.retry_after_s == pytest.approx(WINDOW_S - 1000)
-    assert ledger.usage("alice", now=1000) == {"in_flight": 0, "gpu_seconds_last_hour": 110.0}
+    assert ledger.usage("alice", now=1000) == {"in_flight": 0, "gpu_seconds_last_hour": 110.0, "profiles_last_hour": 0}
     ledger.admit("alice", now=WINDOW_S + 1)
 
 

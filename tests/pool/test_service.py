@@ -25,7 +25,8 @@ def test_health_and_me(start, klass: Klass) -> None:
     assert status == 200 and body["gpus"] and body["queued"] == 0 and body["backend"] == "fake"
     status, body, headers = call(service.url, "/v1/me", token=klass.tokens["alice"])
     assert status == 200 and body["student"] == "alice"
-    assert body["limits"]["concurrent_jobs"] == 3 and body["usage"] == {"in_flight": 0, "gpu_seconds_last_hour": 0}
+    assert body["limits"]["concurrent_jobs"] == 3 and body["usage"] == {"in_flight": 0, "gpu_seconds_last_hour": 0,
+                                                                     "profiles_last_hour": 0}
     assert headers["Content-Type"].startswith("application/json")
 
 
