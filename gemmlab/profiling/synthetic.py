@@ -101,8 +101,8 @@ def raw_csv(launches: Sequence[tuple[str, Mapping[str, float]]], child_output: s
 
 def trace_buffer(capacity: int = 512, ctas: int = 4, warps_per_cta: int = 12, k_tiles: int = 16, tiles: int = 2,
                  sms: int = 132, seed: int = 0, partial_every: int = 0) -> bytes:
-    """A timeline buffer as a warp-specialised kernel's marks would write it: warp 0 the producer, warps 4 to 11
-    two consumer warpgroups, the rest idle after START. Times in ns from an arbitrary origin; the SM clock at
+    """A timeline buffer as a warp-specialised kernel's marks would write it: warp 0 the producer, warps from 4 on
+    consumer warpgroups of four (from 1 on when a CTA has four warps or fewer), the others idle after START. Times in ns from an arbitrary origin; the SM clock at
     1.755 GHz. ``partial_every``: flag every n-th mark as reached by part of a warp."""
     import random
 
@@ -128,20 +128,22 @@ def trace_buffer(capacity: int = 512, ctas: int = 4, warps_per_cta: int = 12, k_
                 add(0, t_prod, "LOAD")
                 t_prod += 60
         add(0, t_prod, "DONE")
-        for group in (0, 1):
+        consumers = list(range(4, warps_per_cta)) if warps_per_cta > 4 else list(range(1, warps_per_cta))
+        for group, first in enumerate(range(0, len(consumers), 4)):
+            members = consumers[first:first + 4]
             t = start + 500.0 + 15 * group
             for _ in range(tiles):
                 for k in range(k_tiles):
-                    for warp in range(4 + 4 * group, 8 + 4 * group):
+                    for warp in members:
                         add(warp, t + warp, "WAIT_LOAD")
                     t += 200 if k == 0 else 25 + 30 * rnd.random()
-                    for warp in range(4 + 4 * group, 8 + 4 * group):
+                    for warp in members:
                         add(warp, t + warp, "MMA")
                     t += 210 + 10 * rnd.random()
-                for warp in range(4 + 4 * group, 8 + 4 * group):
+                for warp in members:
                     add(warp, t + warp, "EPILOGUE")
                 t += 900
-            for warp in range(4 + 4 * group, 8 + 4 * group):
+            for warp in members:
                 add(warp, t + warp, "DONE")
     body = bytearray(HEADER_BYTES + ctas * warps_per_cta * capacity * RECORD_BYTES)
     struct.pack_into("<5I", body, 0, MAGIC, VERSION, capacity, ctas, warps_per_cta)

@@ -154,14 +154,18 @@ class Timeline:
 
         rows = self._of_cta(cta)
         rows = rows[np.argsort(rows["t"], kind="stable")]
-        cycles = ((rows["clock"].astype(np.int64) - int(rows["clock"][0])) % (1 << 32)).astype(np.float64)
+        # Cycles from the first mark, signed (a launch lasts far less than 2**31 cycles), so %clock's wrap at 2**32
+        # and marks that share one tick of a coarse global timer both come out right.
+        cycles = ((rows["clock"].astype(np.int64) - int(rows["clock"][0]) + (1 << 31)) % (1 << 32) - (1 << 31)
+                  ).astype(np.float64)
         t = (rows["t"] - rows["t"][0]).astype(np.float64)
-        if np.ptp(cycles) > 0 and np.ptp(t) > 0 and len(rows) >= 2:
+        ns = t
+        if len(rows) >= 2 and np.ptp(cycles) > 0 and np.ptp(t) > 0:
             slope, offset = np.polyfit(cycles, t, 1)
             if slope > 0:
                 ns = offset + slope * cycles
-                return rows, ns - ns.min()
-        return rows, t
+        order = np.argsort(ns, kind="stable")
+        return rows[order], ns[order] - ns.min()
 
     def spans(self, cta: int = 0) -> list[Span]:
         """Every warp of ``cta`` as spans of states (each mark starts a state the warp's next mark ends)."""
