@@ -65,7 +65,7 @@ def main_launch(launches: list[dict[str, Any]]) -> tuple[dict[str, Any], list[tu
         return float(value) if isinstance(value, float) and value == value else 0.0
 
     main = max(launches, key=ns)
-    return main, [(str(x["kernel"])[:80], ns(x)) for x in launches if x is not main]
+    return main, [(ncu.short_name(str(x["kernel"]))[:80], ns(x)) for x in launches if x is not main]
 
 
 def profile_in_child(request: JudgeRequest, launcher: Any) -> tuple[Any, dict[str, Any] | None]:
@@ -107,7 +107,8 @@ def profile_in_child(request: JudgeRequest, launcher: Any) -> tuple[Any, dict[st
         main, others = main_launch(launches)
         power = Power(**{**result["power"], "reasons": tuple(result["power"]["reasons"])}) if result.get("power") \
             else None
-        readout = Readout.from_counters(main, kernel=request.spec.name, what="copy" if request.is_copy else "gemm",
+        readout = Readout.from_counters(main, kernel=ncu.short_name(str(main["kernel"])),
+                                        what="copy" if request.is_copy else "gemm",
                                         shape=request.shape, dtype=request.dtype, device=result["device"],
                                         ncu_version=str(version), measured_on=time.strftime("%Y-%m-%d", time.gmtime()),
                                         power=power, other_launches=tuple(others))

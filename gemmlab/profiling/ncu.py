@@ -172,6 +172,41 @@ def parse_raw_csv(text: str) -> list[dict[str, float | str]]:
     return launches
 
 
+#: How CuTe DSL names a kernel: this prefix, the function's name, then its mangled arguments.
+DSL_PREFIX = "kernel_cutlass_"
+
+
+def short_name(kernel: str, known: Iterable[str] = ()) -> str:
+    """A readable kernel name: a CuTe DSL kernel's function name without the prefix and mangled
+    arguments (``kernel_cutlass_cap_kernel_CopyAtom_ThrID10_...`` -> ``cap_kernel``), a C++
+    kernel's name up to its parameter list.
+
+    ``known``: the function names the kernel's cells define; the longest that fits wins. Without
+    one, the DSL name is cut after its ``kernel`` word, else before the first mangled argument."""
+    if kernel.startswith(DSL_PREFIX):
+        body = kernel[len(DSL_PREFIX):]
+        fits = [k for k in known if body == k or body.startswith(k + "_")]
+        if fits:
+            return max(fits, key=len)
+        parts = body.split("_")
+        if "kernel" in parts:
+            return "_".join(parts[:parts.index("kernel") + 1])
+        kept = []
+        for part in parts:
+            if not re.fullmatch(r"[a-z][a-z0-9]*", part):
+                break
+            kept.append(part)
+        return "_".join(kept) or body
+    name = kernel.strip().replace("(anonymous namespace)::", "")
+    name = name[len("void "):] if name.startswith("void ") else name
+    depth = 0
+    for i, ch in enumerate(name):
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == "(" and depth == 0:
+            return name[:i].strip()
+    return name
+
+
 def tail(text: str, lines: int = 20) -> str:
     """The last ``lines`` lines of ``text`` that are not CSV rows (what a failure is explained by)."""
     kept = [line for line in text.splitlines() if line.strip() and not line.startswith('"')]
@@ -294,8 +329,7 @@ def import_raw(ncu: str, report: Path, timeout: float = 120) -> list[dict[str, f
     return parse_raw_csv(run.stdout)
 
 
-__all__ = ["FALLBACKS", "HINT_NOT_FOUND", "HINT_PERMISSION", "LAUNCH_COLUMNS", "MISSING_METRIC", "NANOSECONDS",
+__all__ = ["DSL_PREFIX", "FALLBACKS", "HINT_NOT_FOUND", "HINT_PERMISSION", "LAUNCH_COLUMNS", "MISSING_METRIC", "NANOSECONDS",
            "PREFIXES", "CommandBuilder", "NcuVersion", "command", "export", "failure", "find_ncu", "import_raw",
            "missing_metrics", "ncu_version", "number", "parse_csv", "parse_raw_csv", "profile", "run_known", "run_stoppable",
-           "tail",
-           "to_base"]
+           "short_name", "tail", "to_base"]
