@@ -49,8 +49,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def transpose_from_notebook(index_name: str):
-    """Notebook 03's transpose (its cells' source, compiled here) and the bank model's prediction per instruction."""
+def transpose_from_notebook(index_name: str, arch: str | None = None):
+    """Notebook 03's transpose (its cells' source, compiled here for ``arch``, default this GPU's) and the bank
+    model's prediction per instruction."""
     import nbformat
     import numpy as np
 
@@ -59,7 +60,7 @@ def transpose_from_notebook(index_name: str):
     import solution_cells
 
     nb = nbformat.read(solution_cells.notebook_path("03_swizzle_and_banks"), as_version=4)
-    ns = {"gemmlab": gemmlab, "np": np, "banks": banks, "cexpr": cexpr, "ARCH": gemmlab.current_arch()}
+    ns = {"gemmlab": gemmlab, "np": np, "banks": banks, "cexpr": cexpr, "ARCH": arch or gemmlab.current_arch()}
     wanted = ("TRANSPOSE_CU = ", "SMEM_INDEX = NAIVE_INDEX", "def build_transpose")
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith(wanted):
