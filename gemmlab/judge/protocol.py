@@ -173,6 +173,10 @@ class JudgeRequest:
     ``action="copy"`` checks a copy kernel instead (:func:`gemmlab.check_copy`): ``shapes`` are [M, N, 1],
     ``dtype`` may also be float32, and ``copy`` says whether dst is srcᵀ and whether the kernel gets a who map;
     ``action="copy_bench"`` times one (:func:`gemmlab.bench_copy`) on ``shape`` [M, N, 1].
+
+    ``action="profile"`` (an Nsight Compute readout) and ``action="trace"`` (the in-kernel timeline) run on ``shape``
+    after a checked call there; ``profile`` holds their options (:mod:`.profile_options`), and ``copy`` options
+    make them a copy kernel's (:mod:`gemmlab.profiling`).
     """
 
     spec: KernelSpec | DslSpec
