@@ -140,11 +140,16 @@ def _raise_for(report: Any, where: str, pool_reply: Any = None) -> None:
 
 def _no_gpu(recorded: str | None, kind: str) -> Any:
     """Without a GPU or a pool: the course's recording when one was named, else what to do."""
+    from ..integrity import grading_mode
+
+    why = "the grader runs no profiles" if grading_mode() else "No GPU here and no class pool connected"
     if recorded is not None:
         found = recorded_readout(recorded) if kind == "readout" else recorded_timeline(recorded)
-        print(f"No GPU here and no class pool connected: showing the recorded {kind} of '{recorded}' "
-              f"({found.label}).")
+        print(f"{why}: showing the recorded {kind} of '{recorded}' ({found.label}).")
         return found
+    if grading_mode():
+        raise ProfilerError(f"{why}: a {kind} is for exploring, not grading; pass recorded='<name>' to show the "
+                            "course's recording there.")
     raise ProfilerError(f"a {kind} needs a GPU: there is none here and no class pool is connected. Connect to the "
                         "pool with gemmlab.connect(url, token), or pass recorded='<name>' to see the course's "
                         f"recording ({', '.join(recorded_names(kind)) or 'none shipped'}).")
@@ -234,10 +239,13 @@ def timeline(fn: Callable[..., Any], shape: Sequence[int] = (4096, 4096, 4096), 
 
 
 def _can_run() -> bool:
+    """Whether a profile runs here or on the pool: never in the course's grader, whose time is for grading
+    (a recording is shown there instead)."""
     from ..gpu import has_gpu
+    from ..integrity import grading_mode
     from ..remote import pool_for_work
 
-    return has_gpu() or pool_for_work() is not None
+    return not grading_mode() and (has_gpu() or pool_for_work() is not None)
 
 
 # --------------------------------------------------------------------------- the course's recordings

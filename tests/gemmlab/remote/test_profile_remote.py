@@ -114,3 +114,13 @@ def test_a_dsl_function_is_recorded_with_its_marks_for_a_timeline_only(pool) -> 
 
     assert not any(BUFFER_SYMBOL.encode() in image for image in images(profiled))   # checks and profiles: no marks
     assert any(BUFFER_SYMBOL.encode() in image for image in images(traced))          # the timeline's build: marks
+
+
+def test_the_grader_runs_no_profiles_and_shows_the_recording(pool, monkeypatch, capsys) -> None:
+    fn = tn_launcher(tn_kernel())
+    monkeypatch.setenv("GEMMLAB_GRADING", "1")
+    shown = gemmlab.profile(fn, (256, 256, 64), recorded="capstone")
+    assert shown.kernel == api.recorded_readout("capstone").kernel and pool.requests == []
+    assert "the grader runs no profiles: showing the recorded readout of 'capstone'" in capsys.readouterr().out
+    with pytest.raises(ProfilerError, match="for exploring, not grading"):
+        gemmlab.timeline(fn, (256, 256, 64))
