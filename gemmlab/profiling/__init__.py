@@ -12,34 +12,15 @@
 Modules: ``ncu`` (running Nsight Compute, reading its CSV), ``versions`` (versions refused), ``metrics``
 (the curated counters and stall sentences), ``readout`` and ``readout_picture``, ``trace_format`` (the
 timeline's buffer and PTX), ``marks`` and ``switch`` (the DSL's marks), ``timeline`` and
-``timeline_picture``, ``power`` (NVML), ``synthetic`` (labelled test data), ``api`` (the entry points).
+``timeline_picture``, ``html``, ``power`` (NVML), ``synthetic`` (labelled test data), ``api`` (the entry points).
 The judge's side is ``gemmlab.judge.ncu_run``, ``profile_target`` and ``tracing``.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .api import profile, recorded_names, recorded_readout, recorded_timeline, roles, timeline
+from .errors import ProfilerError, TimelineError
+from .readout import Readout
+from .timeline import Timeline
 
-_LAZY = {
-    "profile": ("gemmlab.profiling.api", "profile"),
-    "timeline": ("gemmlab.profiling.api", "timeline"),
-    "roles": ("gemmlab.profiling.api", "roles"),
-    "recorded_readout": ("gemmlab.profiling.api", "recorded_readout"),
-    "recorded_timeline": ("gemmlab.profiling.api", "recorded_timeline"),
-    "recorded_names": ("gemmlab.profiling.api", "recorded_names"),
-    "Readout": ("gemmlab.profiling.readout", "Readout"),
-    "Timeline": ("gemmlab.profiling.timeline", "Timeline"),
-    "ProfilerError": ("gemmlab.profiling.errors", "ProfilerError"),
-    "TimelineError": ("gemmlab.profiling.errors", "TimelineError"),
-}
-
-__all__ = list(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'gemmlab.profiling' has no attribute {name!r}")
+__all__ = ["ProfilerError", "Readout", "Timeline", "TimelineError", "profile", "recorded_names", "recorded_readout",
+           "recorded_timeline", "roles", "timeline"]

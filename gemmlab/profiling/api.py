@@ -54,44 +54,74 @@ def _dtypes(dtype: Any, out_dtype: Any) -> tuple[str, str | None]:
     return name, None if out_dtype is None else dtype_name(out_dtype)
 
 
-def _recording(fn: Callable[..., Any], shape: tuple[int, int, int], copy: bool, convention: str, dtype: Any,
-               out_dtype: Any, alpha: float, beta: float, transpose: bool, traced: bool) -> Any:
-    """``fn``'s launch written down (the DSL compiling with the timeline's marks when ``traced``)."""
-    import contextlib
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """One call of the student's function as the judge will make it: the function, the problem and its operands."""
 
-    import torch
+    fn: Callable[..., Any]
+    problem: tuple[int, int, int]
+    copy: bool
+    convention: str
+    dtype: Any
+    out_dtype: Any
+    alpha: float
+    beta: float
+    transpose: bool
 
-    from ..remote.recording import record, record_copy
-    from .switch import tracing
+    @classmethod
+    def of(cls, fn: Callable[..., Any], shape: Any, convention: str, dtype: Any, out_dtype: Any, alpha: float,
+           beta: float, transpose: bool) -> "_Call":
+        problem, copy = _shape(shape)
+        if convention not in ("tn", "nn"):
+            raise ProfilerError(f"convention is 'tn' or 'nn', as for check_gemm, not {convention!r}.")
+        return cls(fn, problem, copy, convention, dtype, out_dtype, float(alpha), float(beta), bool(transpose))
 
-    with tracing() if traced else contextlib.nullcontext():
-        if copy:
-            return record_copy(fn, shape[:2], torch.float16 if dtype is None else dtype, transpose)
-        dt = torch.float16 if dtype is None else dtype
-        return record(fn, shape, convention, dt, dt if out_dtype is None else out_dtype, alpha, beta)
+    def recording(self, traced: bool) -> Any:
+        """The function's launch written down (the DSL compiling with the timeline's marks when ``traced``)."""
+        import contextlib
 
+        import torch
 
-def _request(recording: Any, action: str, shape: tuple[int, int, int], copy: bool, convention: str, dtype: str,
-             out_dtype: str | None, alpha: float, beta: float, transpose: bool, options: Any,
-             timeout_s: float | None) -> Any:
-    from ..judge.errors import JudgeError
-    from ..judge.protocol import JudgeRequest
-    from ..remote.errors import RecordingError
-    from ..remote.gemm import judge_limits
-    from ..remote.recording import DslRecording
-    from ..remote.requests import dsl_spec_for, spec_for
+        from ..remote.recording import record, record_copy
+        from .switch import tracing
 
-    conv = "tn" if copy else convention
-    spec = dsl_spec_for([recording], conv) if isinstance(recording, DslRecording) else \
-        spec_for(recording.kernel, [recording], conv)
-    try:
-        if copy:
-            return JudgeRequest(spec, action, dtype, None, shape=shape, limits=judge_limits(timeout_s),
-                                copy={"transpose": transpose, "who": False}, profile=options)
-        return JudgeRequest(spec, action, dtype, out_dtype, shape=shape, limits=judge_limits(timeout_s), alpha=alpha,
-                            beta=beta, profile=options)
-    except JudgeError as exc:
-        raise RecordingError(f"this call cannot be profiled: {exc}") from None
+        dt = torch.float16 if self.dtype is None else self.dtype
+        with tracing() if traced else contextlib.nullcontext():
+            if self.copy:
+                return record_copy(self.fn, self.problem[:2], dt, self.transpose)
+            return record(self.fn, self.problem, self.convention, dt, dt if self.out_dtype is None else self.out_dtype,
+                          self.alpha, self.beta)
+
+    def request(self, action: str, options: Any, timeout_s: float | None) -> Any:
+        """The judge request of ``action`` for this call (recorded here, with the marks for a trace)."""
+        from ..judge.errors import JudgeError
+        from ..judge.protocol import JudgeRequest
+        from ..remote.errors import RecordingError
+        from ..remote.gemm import judge_limits
+        from ..remote.recording import DslRecording
+        from ..remote.requests import dsl_spec_for, spec_for
+
+        recording = self.recording(traced=action == "trace")
+        dt, out = _dtypes(self.dtype, self.out_dtype)
+        conv = "tn" if self.copy else self.convention
+        spec = dsl_spec_for([recording], conv) if isinstance(recording, DslRecording) else \
+            spec_for(recording.kernel, [recording], conv)
+        try:
+            if self.copy:
+                return JudgeRequest(spec, action, dt, None, shape=self.problem, limits=judge_limits(timeout_s),
+                                    copy={"transpose": self.transpose, "who": False}, profile=options)
+            return JudgeRequest(spec, action, dt, out, shape=self.problem, limits=judge_limits(timeout_s),
+                                alpha=self.alpha, beta=self.beta, profile=options)
+        except JudgeError as exc:
+            raise RecordingError(f"this call cannot be profiled: {exc}") from None
+
+    def judged(self, action: str, options: Any, timeout_s: float | None) -> tuple[dict[str, Any], str, bool]:
+        """(the profile or timeline data the judge answered, where it ran, whether on the pool); the error of a
+        report without one."""
+        report, where, on_pool = _judged(self.request(action, options, timeout_s))
+        if report.verdict != "passed" or not report.profile:
+            _raise_for(report, where)
+        return report.profile, where, on_pool
 
 
 def _judged(request: Any) -> tuple[Any, str, bool]:
@@ -181,23 +211,15 @@ def profile(fn: Callable[..., Any], shape: Sequence[int] = (4096, 4096, 4096), *
     measured wavefronts. The full report file is written to ``report_dir`` (default ``gemmlab-profiles/``) and
     named in the readout. ``recorded``: without a GPU or pool, the course's recorded readout of that name.
     """
-    problem, copy = _shape(shape)
-    if convention not in ("tn", "nn"):
-        raise ProfilerError(f"convention is 'tn' or 'nn', as for check_gemm, not {convention!r}.")
+    call = _Call.of(fn, shape, convention, dtype, out_dtype, alpha, beta, transpose)
     if not _can_run():
         readout = _no_gpu(recorded, "readout")
     else:
-        dt, out = _dtypes(dtype, out_dtype)
-        recording = _recording(fn, problem, copy, convention, dtype, out_dtype, alpha, beta, transpose, False)
-        request = _request(recording, "profile", problem, copy, convention, dt, out, alpha, beta, transpose, None,
-                           timeout_s)
-        report, where, on_pool = _judged(request)
-        if report.verdict != "passed" or not report.profile:
-            _raise_for(report, where)
-        readout = Readout.from_dict(report.profile["readout"])
+        data, where, on_pool = call.judged("profile", None, timeout_s)
+        readout = Readout.from_dict(data["readout"])
         if on_pool:
             readout = dataclasses.replace(readout, device=where)
-        readout = _keep_report(report.profile, readout, report_dir)
+        readout = _keep_report(data, readout, report_dir)
     for kind, model in (predicted or {}).items():
         readout = readout.with_prediction(kind, model)
     return readout
@@ -220,21 +242,15 @@ def timeline(fn: Callable[..., Any], shape: Sequence[int] = (4096, 4096, 4096), 
     from ..judge.profile_options import ProfileOptions
     from .timeline import state_names
 
-    problem, copy = _shape(shape)
-    if not _can_run():
-        return _no_gpu(recorded, "timeline")
+    call = _Call.of(fn, shape, convention, dtype, out_dtype, alpha, beta, transpose)
     try:
         options = ProfileOptions(capacity, ctas, state_names(names))
     except JudgeError as exc:
         raise TimelineError(str(exc)) from None
-    dt, out = _dtypes(dtype, out_dtype)
-    recording = _recording(fn, problem, copy, convention, dtype, out_dtype, alpha, beta, transpose, True)
-    request = _request(recording, "trace", problem, copy, convention, dt, out, alpha, beta, transpose, options,
-                       timeout_s)
-    report, where, on_pool = _judged(request)
-    if report.verdict != "passed" or not report.profile:
-        _raise_for(report, where)
-    found = Timeline.from_dict(report.profile)
+    if not _can_run():
+        return _no_gpu(recorded, "timeline")
+    data, where, on_pool = call.judged("trace", options, timeout_s)
+    found = Timeline.from_dict(data)
     return dataclasses.replace(found, device=where) if on_pool else found
 
 

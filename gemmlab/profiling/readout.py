@@ -10,7 +10,6 @@ what a counter's absence means is "not measured" (None), never zero.
 """
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -337,16 +336,9 @@ class Readout:
         return draw(self)
 
     def _repr_html_(self) -> str:
-        from ..figures import figure_img_tag
+        from .html import figure_and_text
 
-        import matplotlib.pyplot as plt
-
-        fig = self.figure()
-        try:
-            img = figure_img_tag(fig, f"Nsight Compute readout of {self.kernel}")
-        finally:
-            plt.close(fig)
-        return f"{img}<pre>{html.escape(self.summary())}</pre>"
+        return figure_and_text(self.figure(), f"Nsight Compute readout of {self.kernel}", self.summary())
 
     # ----------------------------------------------------------------- as data
 

@@ -258,20 +258,9 @@ class Timeline:
         return draw_sms(self)
 
     def _repr_html_(self) -> str:
-        import html
+        from .html import figure_and_text
 
-        import matplotlib.pyplot as plt
-
-        from ..figures import figure_img_tag
-
-        if not len(self.records):
-            return f"<pre>{html.escape(self.summary())}</pre>"
-        fig = self.figure()
-        try:
-            img = figure_img_tag(fig, f"timeline of {self.kernel}")
-        finally:
-            plt.close(fig)
-        return f"{img}<pre>{html.escape(str(self))}</pre>"
+        return figure_and_text(self.figure() if len(self.records) else None, f"timeline of {self.kernel}", str(self))
 
     # ----------------------------------------------------------------- as data
 
