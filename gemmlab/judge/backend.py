@@ -291,13 +291,14 @@ class FakeBackend:
     def profile(self, request: JudgeRequest) -> tuple[Any, dict[str, Any] | None]:
         """A SYNTHETIC readout (gemmlab.profiling.synthetic) after the checked call; nothing is measured."""
         from ..profiling import synthetic
+        from ..profiling.ncu import short_name
         from ..profiling.readout import Readout
 
         checked = self._checked_once(request)
         if not checked.passed:
             return checked, None
         readout = Readout.from_counters(synthetic.counters(request.shape, "copy" if request.is_copy else "gemm"),
-                                        kernel=request.spec.name, what="copy" if request.is_copy else "gemm",
+                                        kernel=short_name(request.spec.name), what="copy" if request.is_copy else "gemm",
                                         shape=request.shape, dtype=request.dtype, device=self.DEVICE,
                                         ncu_version="2025.3.1", measured_on="2026-01-01", source="synthetic")
         return checked, {"readout": readout.to_dict(), "report_bytes": 4, "report": "TkNVUg=="}

@@ -19,7 +19,8 @@ from .launchers import tn_kernel, tn_launcher
 
 
 @pytest.fixture
-def pool(fresh_connection):
+def pool(fresh_connection, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                           # report files go to ./gemmlab-profiles by default
     with FakePool() as running:
         gemmlab.connect(running.url, "good")
         yield running
