@@ -38,3 +38,7 @@ def profile(child: list[str], metrics: dict[str, str], options: list[str] | None
         return _tool.profile(find_ncu(), child, metrics, options, timeout)
     except ProfilerError as exc:
         raise SystemExit(str(exc)) from None
+
+
+__all__ = ["DSL_PREFIX", "FALLBACKS", "MISSING_METRIC", "NANOSECONDS", "PREFIXES", "command", "failure", "find_ncu",
+           "missing_metrics", "number", "parse_csv", "profile", "short_name", "subprocess", "tail", "to_base"]

@@ -141,7 +141,7 @@ def _judged(request: Any) -> tuple[Any, str, bool]:
     return reply.report, device_text(reply), True
 
 
-def _raise_for(report: Any, where: str, pool_reply: Any = None) -> None:
+def _raise_for(report: Any, where: str) -> None:
     """The error of a report that carries no profile: a wrong kernel, a refusal, a fault, a timeout."""
     if report.verdict == "failed" and report.check is not None:
         from ..check import CheckResult
