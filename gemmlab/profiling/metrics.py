@@ -41,6 +41,9 @@ SHARED: dict[str, dict[str, tuple[str, ...]]] = {
            "conflicts": ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",)},
 }
 SHARED_LABELS = {"ld": "loads (ld.shared, ldmatrix)", "st": "stores (st.shared, stmatrix)"}
+#: The instruction each count of SHARED[...]["instructions"] is, for the per-type breakdown.
+SHARED_OPS = {"smsp__inst_executed_op_shared_ld.sum": "ld.shared", "smsp__inst_executed_op_ldsm.sum": "ldmatrix",
+              "smsp__inst_executed_op_shared_st.sum": "st.shared", "smsp__inst_executed_op_stsm.sum": "stmatrix"}
 
 OCCUPANCY = {
     "achieved_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
@@ -151,5 +154,6 @@ def all_metrics() -> list[str]:
     return list(dict.fromkeys(names))
 
 
-__all__ = ["CLOCKS", "LIMIT_ADVICE", "OCCUPANCY", "OCCUPANCY_LIMITS", "SHARED", "SHARED_LABELS", "SPEED_OF_LIGHT",
+__all__ = ["CLOCKS", "LIMIT_ADVICE", "OCCUPANCY", "OCCUPANCY_LIMITS", "SHARED", "SHARED_LABELS", "SHARED_OPS",
+           "SPEED_OF_LIGHT",
            "SPEED_OF_LIGHT_NOTES", "STALLS", "STALL_METRIC", "StallReason", "all_metrics", "stall_metric"]

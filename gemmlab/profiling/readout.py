@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from .errors import ProfilerError
-from .metrics import (CLOCKS, LIMIT_ADVICE, OCCUPANCY, OCCUPANCY_LIMITS, SHARED, SHARED_LABELS, SPEED_OF_LIGHT,
-                      SPEED_OF_LIGHT_NOTES, STALLS, stall_metric)
+from .metrics import (CLOCKS, LIMIT_ADVICE, OCCUPANCY, OCCUPANCY_LIMITS, SHARED, SHARED_LABELS, SHARED_OPS,
+                      SPEED_OF_LIGHT, SPEED_OF_LIGHT_NOTES, STALLS, stall_metric)
 
 #: Where a readout's numbers came from.
 SOURCES = ("measured", "recorded", "synthetic")
@@ -75,6 +75,7 @@ class SharedRow:
     wavefronts: float | None
     conflicts: float | None
     predicted: Prediction | None = None
+    by_op: dict[str, float] = field(default_factory=dict)   # warp instructions per type: {"ld.shared": ..., "ldmatrix": ...}
 
     @property
     def label(self) -> str:
@@ -201,10 +202,10 @@ class Readout:
             bars.append(Bar(name, percent, metric, note, notebook))
         shared = []
         for kind, metrics in SHARED.items():
-            counts = [_value(counters, m) for m in metrics["instructions"]]
-            counts = [c for c in counts if c is not None]
-            shared.append(SharedRow(kind, sum(counts) if counts else None, _value(counters, *metrics["wavefronts"]),
-                                    _value(counters, *metrics["conflicts"])))
+            by_op = {SHARED_OPS[m]: v for m in metrics["instructions"] if (v := _value(counters, m)) is not None}
+            shared.append(SharedRow(kind, sum(by_op.values()) if by_op else None,
+                                    _value(counters, *metrics["wavefronts"]), _value(counters, *metrics["conflicts"]),
+                                    None, by_op))
         limits = {k: v for k, m in OCCUPANCY_LIMITS.items() if (v := _value(counters, m)) is not None}
         occ = {k: _value(counters, m) for k, m in OCCUPANCY.items()}
         smem = None if occ["dynamic_smem"] is None and occ["static_smem"] is None else \
@@ -371,7 +372,8 @@ class Readout:
                       for b in data["speed_of_light"]),
                 tuple(SharedRow(str(r["kind"]), _opt(r["instructions"]), _opt(r["wavefronts"]), _opt(r["conflicts"]),
                                 Prediction(float(r["predicted"]["wavefronts"]), float(r["predicted"]["conflicts"]),
-                                           str(r["predicted"]["label"])) if r.get("predicted") else None)
+                                           str(r["predicted"]["label"])) if r.get("predicted") else None,
+                                {str(k): float(v) for k, v in (r.get("by_op") or {}).items()})
                       for r in data["shared"]),
                 Occupancy(**{k: _opt(v) if k != "limits" else v for k, v in occupancy.items()}),
                 tuple(Stall(str(s["key"]), str(s["title"]), float(s["cycles"]), float(s["share"]), str(s["sentence"]),
@@ -406,6 +408,8 @@ def _shared_text(r: SharedRow) -> str:
         return f"{r.label}: none executed"
     wf, cf, ideal = (r.per_instruction(v) for v in (r.wavefronts, r.conflicts, r.ideal))
     text = f"{r.label}: {r.instructions:,.0f} warp instructions"
+    if len([v for v in r.by_op.values() if v]) > 1:
+        text += " (" + ", ".join(f"{op} {v:,.0f}" for op, v in r.by_op.items() if v) + ")"
     if wf is not None:
         text += f", {wf:.2f} wavefronts each"
         if cf is not None and ideal is not None:

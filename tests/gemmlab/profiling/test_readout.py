@@ -124,3 +124,13 @@ def test_a_copy_readout_has_no_tflops_and_its_own_title() -> None:
     r = readout_of(synthetic.counters((8192, 8192, 1), "copy"), what="copy", shape=(8192, 8192, 1))
     assert r.tflops is None and r.title() == "ws_kernel · copy 8192×8192 float16"
     assert r.top_stalls()[0].key == "long_scoreboard"
+
+
+def test_shared_instructions_are_counted_per_type() -> None:
+    c = synthetic.counters((4096, 4096, 4096))
+    c["smsp__inst_executed_op_shared_ld.sum"], c["smsp__inst_executed_op_ldsm.sum"] = 1000.0, 3000.0
+    ld = readout_of(c).shared_row("ld")
+    assert ld.instructions == 4000 and ld.by_op == {"ld.shared": 1000.0, "ldmatrix": 3000.0}
+    assert "4,000 warp instructions (ld.shared 1,000, ldmatrix 3,000)" in readout_of(c).summary()
+    del c["smsp__inst_executed_op_ldsm.sum"]
+    assert readout_of(c).shared_row("ld").by_op == {"ld.shared": 1000.0}
