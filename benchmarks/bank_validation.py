@@ -17,9 +17,8 @@ a disagreement says which assumption of :class:`gemmlab.banks.Model` to change).
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
+import math
 import os
 import re
 import subprocess
@@ -33,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemmlab import banks  # noqa: E402
-from ncu import find_ncu  # noqa: E402  (benchmarks/ncu.py: where Nsight Compute is)
+from ncu import find_ncu, parse_csv  # noqa: E402  (benchmarks/ncu.py: Nsight Compute and its CSV)
 
 ARCH = "sm_90a"
 SMEM_BYTES = 32 * 1024
@@ -225,29 +224,18 @@ def run_kernels(cubin: bytes, count: int) -> None:
 
 # --------------------------------------------------------------------------- parent: ncu
 
-def _number(text: str) -> float | None:
-    text = text.strip().replace(",", "")
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
 def parse_ncu_csv(text: str) -> dict[str, dict[str, float]]:
     """ncu --csv (details page) -> {kernel name: {metric: value}}; tolerant of banner lines."""
-    lines = text.splitlines()
-    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
-    if start is None:
-        raise ValueError("no CSV header in ncu output")
+    launches = parse_csv(text, {metric: metric for metric in METRICS.values()})
+    if not launches:
+        raise ValueError("no CSV rows of profiled launches in ncu's output")
     result: dict[str, dict[str, float]] = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        name = (row.get("Kernel Name") or "").strip()
-        metric = (row.get("Metric Name") or "").strip()
-        value = _number(row.get("Metric Value") or "")
-        m = re.search(rf"{KERNEL_PREFIX}(\w+)", name)
-        if m is None or value is None or not metric:
+    for launch in launches:
+        m = re.search(rf"{KERNEL_PREFIX}(\w+)", str(launch["kernel"]))
+        if m is None:
             continue
-        result.setdefault(m.group(0).split("(")[0], {})[metric] = value
+        result.setdefault(m.group(0).split("(")[0], {}).update(
+            {k: v for k, v in launch.items() if k != "kernel" and not math.isnan(v)})
     return result
 
 

@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,8 +52,9 @@ SECTOR = 32
 DTYPES = ["float16", "bfloat16"]
 #: Allowed error per element, times (sqrt(K) + |expected|), for unit-variance inputs: gemmlab.check_gemm's.
 TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2}
-#: How CuTe DSL names a kernel: this prefix, the function's name, then its mangled arguments.
-DSL_PREFIX = "kernel_cutlass_"
+#: How CuTe DSL names a kernel (the prefix before the function's name), and the readable name of a kernel.
+DSL_PREFIX = ncu.DSL_PREFIX
+short_name = ncu.short_name
 #: The line the child prints once its call was profiled and checked.
 INFO = "KERNEL_COUNTERS "
 
@@ -173,37 +172,6 @@ def child_command(name: str, size: int, dtype: str) -> list[str]:
 def ncu_command(ncu_path: str, name: str, size: int, dtype: str) -> list[str]:
     """The ncu command line that profiles kernel ``name`` (what :func:`profile_kernel` runs)."""
     return ncu.command(ncu_path, list(METRICS.values()), child_command(name, size, dtype), NCU_OPTIONS)
-
-
-def short_name(kernel: str, known: Iterable[str] = ()) -> str:
-    """A readable kernel name: a CuTe DSL kernel's function name without the prefix and mangled
-    arguments (``kernel_cutlass_cap_kernel_CopyAtom_ThrID10_...`` -> ``cap_kernel``), a C++
-    kernel's name up to its parameter list.
-
-    ``known``: the function names the kernel's cells define; the longest that fits wins. Without
-    one, the DSL name is cut after its ``kernel`` word, else before the first mangled argument."""
-    if kernel.startswith(DSL_PREFIX):
-        body = kernel[len(DSL_PREFIX):]
-        fits = [k for k in known if body == k or body.startswith(k + "_")]
-        if fits:
-            return max(fits, key=len)
-        parts = body.split("_")
-        if "kernel" in parts:
-            return "_".join(parts[:parts.index("kernel") + 1])
-        kept = []
-        for part in parts:
-            if not re.fullmatch(r"[a-z][a-z0-9]*", part):
-                break
-            kept.append(part)
-        return "_".join(kept) or body
-    name = kernel.strip().replace("(anonymous namespace)::", "")
-    name = name[len("void "):] if name.startswith("void ") else name
-    depth = 0
-    for i, ch in enumerate(name):
-        depth += {"<": 1, ">": -1}.get(ch, 0)
-        if ch == "(" and depth == 0:
-            return name[:i].strip()
-    return name
 
 
 def _ratio(top: float, bottom: float) -> float:

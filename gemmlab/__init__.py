@@ -39,9 +39,11 @@ _LAZY = {
     "export_module": ("gemmlab.isolate", "export_module"),
     "connect": ("gemmlab.remote", "connect"),
     "disconnect": ("gemmlab.remote", "disconnect"),
+    "profile": ("gemmlab.profiling.api", "profile"),
+    "timeline": ("gemmlab.profiling.api", "timeline"),
 }
 _SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "copy_check", "bench", "roofline_math", "perfbar", "isolate",
-               "integrity", "timing", "runtime", "remote"}
+               "integrity", "timing", "runtime", "remote", "profiling"}
 
 __all__ = [
     "CompileError", "CompileTimeoutError", "ContextLostError", "GemmlabError", "KernelError", "KernelTimeoutError",

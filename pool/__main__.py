@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="requests judged side by side on one GPU (default %(default)s)")
     serve.add_argument("--concurrent-jobs", type=int, default=2, help="per student, queued or running")
     serve.add_argument("--gpu-seconds-per-hour", type=float, default=900.0, help="per student")
+    serve.add_argument("--profiles-per-hour", type=int, default=12,
+                       help="per student: Nsight Compute readouts and timelines, each holding a GPU alone (0: none)")
     serve.add_argument("--job-timeout", type=float, default=300.0, help="wall-clock seconds of one judge process")
     serve.add_argument("--no-sandbox", action="store_true", help="run judges without bubblewrap (trusted hosts only)")
     return parser
@@ -96,7 +98,7 @@ def serve(args: argparse.Namespace) -> int:
 
     store = args.store or default_store_path(args.roster)
     auth = Authenticator(args.roster, store)
-    limits = StudentLimits(args.concurrent_jobs, args.gpu_seconds_per_hour)
+    limits = StudentLimits(args.concurrent_jobs, args.gpu_seconds_per_hour, profiles_per_hour=args.profiles_per_hour)
     executor = _executor(args)
     scheduler = FairScheduler(executor, args.slots_per_gpu, args.job_timeout)
     print(f"pool: {len(auth.students())} students, GPUs: {', '.join(scheduler.labels)}; "

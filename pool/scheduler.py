@@ -5,7 +5,8 @@ put a classmate's single check behind all ten. Each student has a queue of their
 GPU slot frees, the student served least recently (among those waiting) starts their oldest job.
 
 Why slots and one timing per GPU: a check is mostly compile (CPU) and short kernels, so a GPU
-takes ``slots_per_gpu`` jobs side by side; but at most one of them may be a timing ("bench"),
+takes ``slots_per_gpu`` jobs side by side; but at most one of them may be a timing ("bench", or a
+profile: an Nsight Compute readout or a timeline, which hold the GPU alone the same way),
 and inside the judge ``bench_gemm`` holds the GPU's timing lock alone while it measures
 (gemmlab.timing_lock: checks' kernels wait for it, as in the grader), so a timing never shares
 its GPU with anyone's kernels and its ratio to cuBLAS is measured alone on that GPU.
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from gemmlab.judge import JudgeReport, JudgeRequest
-from gemmlab.judge.protocol import TIMING_ACTIONS
+from gemmlab.judge.protocol import EXCLUSIVE_ACTIONS
 
 
 #: Requests judged side by side on one GPU. A judge spends most of its seconds starting Python and
@@ -64,7 +65,8 @@ class Job:
 
     @property
     def is_timing(self) -> bool:
-        return self.request.action in TIMING_ACTIONS
+        """A timing or a profile: it holds its GPU alone, so at most one runs per GPU."""
+        return self.request.action in EXCLUSIVE_ACTIONS
 
 
 @dataclass

@@ -101,19 +101,19 @@ class JudgeHandler(_Handler):
                 request = JudgeRequest.from_json(self.request.body)
             except JudgeError as exc:
                 raise PoolError(f"the request was refused: {exc}") from None
-            pool.ledger.admit(grant.student)
+            pool.ledger.admit(grant.student, action=request.action)
         except PoolError as exc:
             self.fail(exc)
             return
         try:
             job = pool.scheduler.submit(grant.student, request)
         except RuntimeError as exc:
-            pool.ledger.finish(grant.student, 0.0)
+            pool.ledger.finish(grant.student, 0.0, action=request.action)
             self.reply(503, {"error": str(exc)})
             return
         self._job = job
         job.future.add_done_callback(lambda f: pool.ledger.finish(
-            grant.student, 0.0 if f.cancelled() else f.result().run_s))
+            grant.student, 0.0 if f.cancelled() else f.result().run_s, action=request.action))
         try:
             result: JobResult = await asyncio.wrap_future(job.future)
         except asyncio.CancelledError:

@@ -23,6 +23,7 @@ from ..compilation.cubin import resources_with_spills
 from ..errors import CompileError, GemmlabError, KernelError, LaunchError
 from ..gpu import current_arch, require_gpu
 from ..judge.answers import DslAnswer, StudentProcessOnly
+from ..profiling.switch import compile_key as timeline_key
 from ..resources import Resources
 from ..runtime import faults
 from ..runtime.device import torch_device
@@ -218,7 +219,8 @@ def _compile_variant(fn: Callable, arch: str, sig: tuple, values: Sequence[Any],
 def get_variant(fn: Callable, fn_key: str, arch: str, sig: tuple, values: Sequence[Any],
                 options: str) -> tuple[Variant, bool]:
     """(variant, was_cached): compile only when this source/arch/signature is new."""
-    key = _cache.key_for(fn_key, arch, repr(sig), options)
+    traced = timeline_key()  # a build with the timeline's marks (gemmlab.profiling.switch) is cached apart
+    key = _cache.key_for(fn_key, arch, repr(sig), options, *([traced] if traced else []))
     with _LOCK:
         hit = _VARIANTS.get(key)
         if hit is not None:

@@ -11,6 +11,7 @@ exits after writing the report, so the next request gets a fresh process and con
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import secrets
@@ -27,6 +28,7 @@ from ..runtime import faults
 from ..signature import Param
 from . import binding
 from .errors import JudgeError
+from .profile_options import PROFILE_ACTIONS
 from .protocol import JudgeReport, JudgeRequest
 from .spec import DslSpec, KernelSpec
 
@@ -44,6 +46,12 @@ class Backend(Protocol):
     def copy(self, request: JudgeRequest) -> CopyResult: ...
 
     def copy_bench(self, request: JudgeRequest) -> CopyTiming: ...
+
+    def profile(self, request: JudgeRequest) -> tuple[Any, dict[str, Any] | None]:
+        """The checked call's result and the Nsight Compute readout (None when the kernel was wrong)."""
+
+    def trace(self, request: JudgeRequest) -> tuple[Any, dict[str, Any] | None]:
+        """The checked call's result and the in-kernel timeline (None when the kernel was wrong)."""
 
     def device(self) -> str: ...
 
@@ -69,6 +77,10 @@ def judge(request: JudgeRequest, backend: Backend) -> JudgeReport:
             result = backend.check(request) if request.action == "check" else backend.copy(request)
             return JudgeReport("passed" if result.passed else "failed", request.action, check=result.to_dict(),
                                device=device)
+        if request.action in PROFILE_ACTIONS:   # a checked call first: a wrong kernel gets its check, no profile
+            checked, data = backend.profile(request) if request.action == "profile" else backend.trace(request)
+            return JudgeReport("passed" if checked.passed and data is not None else "failed", request.action,
+                               check=checked.to_dict(), device=device, profile=data)
         timed = backend.bench(request) if request.action == "bench" else backend.copy_bench(request)
         return JudgeReport("passed", request.action, bench=timed.to_dict(), device=device)
     except ContextLostError as exc:
@@ -110,9 +122,27 @@ class GpuBackend:
 
             self._launcher = ReplayLauncher(spec.launch_for, spec.convention)
             return []
+        if request.action == "trace":    # the timeline's marks are compiled in only for a trace
+            from ..profiling.trace_format import CPP_SWITCH
+
+            spec = dataclasses.replace(spec, options=(*spec.options, f"-D{CPP_SWITCH}=1"))
         compiled = compile_limited(spec, check_arch(spec.arch), request.limits.compile_s, self.compile_memory_bytes)
         self._launcher = TrustedLauncher(compiled, spec)
         return compiled.params
+
+    def adopt(self, launcher: Any) -> None:
+        """Use ``launcher`` (built by the profiler's child process from the judge's own compile) for what follows."""
+        self._launcher = launcher
+
+    def profile(self, request: JudgeRequest) -> tuple[Any, dict[str, Any] | None]:
+        from .ncu_run import profile_in_child
+
+        return profile_in_child(request, self._launcher)
+
+    def trace(self, request: JudgeRequest) -> tuple[Any, dict[str, Any] | None]:
+        from .tracing import trace_launch
+
+        return trace_launch(request, self, self._launcher.modules)
 
     def _dtypes(self, request: JudgeRequest) -> tuple[Any, Any]:
         import torch
@@ -251,6 +281,43 @@ class FakeBackend:
         gbps = 2 * M * N * (4 if request.dtype == "float32" else 2) / 1e9 / (ms / 1e3)
         return CopyTiming((M, N), request.dtype, bool((request.copy or {}).get("transpose")), ms, gbps, 0.95 * gbps,
                           1.05 * gbps, 0.96, 20, self.DEVICE)
+
+    def _checked_once(self, request: JudgeRequest) -> Any:
+        from .profiled_calls import check_request
+
+        checking = check_request(request)
+        return self.copy(checking) if request.is_copy else self.check(checking)
+
+    def profile(self, request: JudgeRequest) -> tuple[Any, dict[str, Any] | None]:
+        """A SYNTHETIC readout (gemmlab.profiling.synthetic) after the checked call; nothing is measured."""
+        from ..profiling import synthetic
+        from ..profiling.ncu import short_name
+        from ..profiling.readout import Readout
+
+        checked = self._checked_once(request)
+        if not checked.passed:
+            return checked, None
+        readout = Readout.from_counters(synthetic.counters(request.shape, "copy" if request.is_copy else "gemm"),
+                                        kernel=short_name(request.spec.name), what="copy" if request.is_copy else "gemm",
+                                        shape=request.shape, dtype=request.dtype, device=self.DEVICE,
+                                        ncu_version="2025.3.1", measured_on="2026-01-01", source="synthetic")
+        return checked, {"readout": readout.to_dict(), "report_bytes": 4, "report": "TkNVUg=="}
+
+    def trace(self, request: JudgeRequest) -> tuple[Any, dict[str, Any] | None]:
+        """A SYNTHETIC timeline of a warp-specialised kernel after the checked call; nothing is measured."""
+        from ..profiling import synthetic
+        from ..profiling.timeline import Timeline, parse_buffer
+
+        checked = self._checked_once(request)
+        if not checked.passed:
+            return checked, None
+        options = request.profile
+        capacity = options.capacity if options is not None else 512
+        records, full, head = parse_buffer(synthetic.trace_buffer(capacity=capacity, ctas=2))
+        timeline = Timeline(request.spec.name, "copy" if request.is_copy else "gemm", request.shape, request.dtype,
+                            self.DEVICE, "2026-01-01", 132, head["warps_per_cta"], capacity, head["ctas"], records,
+                            tuple(full), 0, dict(options.names) if options else {}, "synthetic")
+        return checked, timeline.to_dict()
 
     def bench(self, request: JudgeRequest) -> BenchResult:
         self._run_kernel(request.spec, request.shape)

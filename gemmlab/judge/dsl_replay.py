@@ -267,6 +267,10 @@ class Replay:
         self.scratch_bytes = sum(b.nbytes for b in self.buffers if b.argument is None)
         self._cache: dict[tuple[int, ...], list[Any]] = {}
 
+    def functions(self) -> list[Any]:
+        """The kernels this replay loaded (:class:`gemmlab.runtime.launch.LoadedFunction`)."""
+        return list(self._functions.values())
+
     def _check_params(self, function: Any, launch: Launch) -> None:
         d = self._driver
         for index, value in enumerate(launch.params):
@@ -399,6 +403,10 @@ class ReplayLauncher:
         M, K = A.shape
         N = B.shape[0] if self._convention == "tn" else B.shape[1]
         self.replay((int(M), int(N), int(K)), [A, B, out])
+
+    def modules(self) -> list[Any]:
+        """The CUDA modules the replays loaded so far: where a timeline's buffer address is written."""
+        return list({id(f.module): f.module for r in self._replays.values() for f in r.functions()}.values())
 
     def replay(self, shape: tuple[int, int, int], tensors: Sequence[Any]) -> None:
         """Replay the plan recorded for ``shape`` on ``tensors``, the call's three in recorded order."""

@@ -38,6 +38,10 @@ class TrustedLauncher:
             self._loaded[index] = load_function(images, c.lowered_name, c.name, c.arch, index)
         return self._loaded[index]
 
+    def modules(self) -> list[Any]:
+        """The CUDA modules loaded so far (one per device used): where a timeline's buffer address is written."""
+        return [loaded.module for loaded in self._loaded.values()]
+
     def __call__(self, A: Any, B: Any, out: Any, alpha: float = 1.0, beta: float = 0.0) -> None:
         M, K = (int(v) for v in A.shape)
         N = int(B.shape[0] if self.spec.convention == "tn" else B.shape[1])

@@ -16,6 +16,7 @@ from ..check import MAX_OFFSET, MAX_PAD
 from ..check import SUITES as _CHECK_SUITES
 from ..copy_check import COPY_DTYPES, MAX_COPY_ELEMENTS, MAX_WHO_ELEMENTS
 from .errors import JudgeError
+from .profile_options import PROFILE_ACTIONS, ProfileOptions, checked_options
 from .spec import DslSpec, KernelSpec
 
 JUDGE_VERSION = "1"
@@ -30,9 +31,11 @@ MAX_DIMENSION = 16384
 MAX_ELEMENTS = 3 * 8192 * 8192
 #: The shape suites of gemmlab.check_gemm a request may name.
 SUITES = tuple(_CHECK_SUITES)
-ACTIONS = ("check", "bench", "copy", "copy_bench")
+ACTIONS = ("check", "bench", "copy", "copy_bench", *PROFILE_ACTIONS)
 #: The actions that time a kernel (each holds its GPU alone).
 TIMING_ACTIONS = ("bench", "copy_bench")
+#: The actions that hold their GPU alone: the timings, and the profiles (an Nsight Compute readout, a timeline).
+EXCLUSIVE_ACTIONS = (*TIMING_ACTIONS, *PROFILE_ACTIONS)
 DTYPES = ("float16", "bfloat16")
 #: What a copy request may say of its kernel: dst = srcᵀ (transpose), and a third tensor of thread indices (who).
 COPY_OPTIONS = ("transpose", "who")
@@ -117,9 +120,10 @@ def _tile(value: Any) -> tuple[int, int] | None:
 
 def _copy_options(value: Any, action: str) -> dict[str, bool] | None:
     if action not in ("copy", "copy_bench"):
-        if value is not None:
+        if value is not None and action not in PROFILE_ACTIONS:   # a profile of a copy kernel says so by having them
             raise JudgeError("copy options apply to the copy action only.")
-        return None
+        if value is None:
+            return None
     if value is None:
         value = {}
     if not isinstance(value, dict) or set(value) - set(COPY_OPTIONS) or not all(
@@ -139,8 +143,8 @@ def _check_copy_request(request: "JudgeRequest") -> None:
     if request.action == "copy" and isinstance(request.shapes, str):
         raise JudgeError("a copy's shapes are a list of [M, N, 1], not a suite.")
     who = request.copy["who"]
-    if who and request.action == "copy_bench":
-        raise JudgeError("a copy's timing takes no who map.")
+    if who and request.action != "copy":
+        raise JudgeError("a copy's timing or profile takes no who map.")
     for M, N, K in request.run_shapes():
         if K != 1 or M * N > MAX_COPY_ELEMENTS:
             raise JudgeError(f"a copy's shape is [M, N, 1] with M·N at most {MAX_COPY_ELEMENTS:,}, not {[M, N, K]}.")
@@ -169,6 +173,10 @@ class JudgeRequest:
     ``action="copy"`` checks a copy kernel instead (:func:`gemmlab.check_copy`): ``shapes`` are [M, N, 1],
     ``dtype`` may also be float32, and ``copy`` says whether dst is srcᵀ and whether the kernel gets a who map;
     ``action="copy_bench"`` times one (:func:`gemmlab.bench_copy`) on ``shape`` [M, N, 1].
+
+    ``action="profile"`` (an Nsight Compute readout) and ``action="trace"`` (the in-kernel timeline) run on ``shape``
+    after a checked call there; ``profile`` holds their options (:mod:`.profile_options`), and ``copy`` options
+    make them a copy kernel's (:mod:`gemmlab.profiling`).
     """
 
     spec: KernelSpec | DslSpec
@@ -184,6 +192,7 @@ class JudgeRequest:
     pad: int | None = None
     copy: dict[str, bool] | None = None
     offset: int | None = None
+    profile: ProfileOptions | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, (KernelSpec, DslSpec)):
@@ -191,7 +200,8 @@ class JudgeRequest:
         if self.action not in ACTIONS:
             raise JudgeError(f"action must be one of {', '.join(ACTIONS)}, not {self.action!r:.30}.")
         object.__setattr__(self, "copy", _copy_options(self.copy, self.action))
-        if self.dtype not in DTYPES and self.action not in ("copy", "copy_bench"):
+        object.__setattr__(self, "profile", checked_options(self.profile, self.action))
+        if self.dtype not in DTYPES and not self.is_copy:
             raise JudgeError(f"dtype must be one of {', '.join(DTYPES)}, not {self.dtype!r:.30}.")
         if self.out_dtype is not None and self.out_dtype not in OUT_DTYPES:
             raise JudgeError(f"out_dtype must be one of {', '.join(OUT_DTYPES)} (or null), not {self.out_dtype!r:.30}.")
@@ -220,15 +230,20 @@ class JudgeRequest:
                                  f"not {self.offset!r:.30}.")
             if self.action != "check":
                 raise JudgeError("offset applies to checks only: a timing runs on aligned operands, as bench_gemm does.")
-        if self.action in ("copy", "copy_bench"):
+        if self.is_copy:
             _check_copy_request(self)
         if self.spec.launches or isinstance(self.spec, DslSpec):
             for shape in self.run_shapes():
                 self.spec.launch_for(*shape)
 
+    @property
+    def is_copy(self) -> bool:
+        """A copy kernel's request: the copy actions, or a profile or trace with copy options."""
+        return self.action in ("copy", "copy_bench") or (self.action in PROFILE_ACTIONS and self.copy is not None)
+
     def run_shapes(self) -> list[tuple[int, int, int]]:
-        """The shapes this request runs: the check's list (or its suite's), or the timing's one shape."""
-        if self.action in TIMING_ACTIONS:
+        """The shapes this request runs: the check's list (or its suite's), or the timing's or profile's one shape."""
+        if self.action in EXCLUSIVE_ACTIONS:
             return [self.shape]
         return list(_CHECK_SUITES[self.shapes]) if isinstance(self.shapes, str) else list(self.shapes)
 
@@ -242,6 +257,8 @@ class JudgeRequest:
         for name in ("alpha", "beta", "tile", "pad", "copy", "offset"):
             if getattr(self, name) is not None:
                 data[name] = list(self.tile) if name == "tile" else getattr(self, name)
+        if self.profile is not None:
+            data["profile"] = self.profile.to_dict()
         return data
 
     def to_json(self) -> str:
@@ -253,7 +270,7 @@ class JudgeRequest:
         if not isinstance(data, dict):
             raise JudgeError(f"a judge request is a JSON object, not {type(data).__name__}.")
         fields = ("spec", "action", "dtype", "out_dtype", "shapes", "shape", "limits", "alpha", "beta", "tile", "pad",
-                  "copy", "offset")
+                  "copy", "offset", "profile")
         unknown = sorted(str(k) for k in set(data) - set(fields))
         if unknown:
             raise JudgeError(f"unknown request field(s) {', '.join(unknown)[:120]}; known: {', '.join(fields)}."
@@ -298,6 +315,7 @@ class JudgeReport:
     error_type: str = ""
     device: str = ""
     judge_version: str = JUDGE_VERSION
+    profile: dict[str, Any] | None = None   # a profile's readout or a trace's timeline (gemmlab.profiling)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -308,17 +326,23 @@ class JudgeReport:
         return self.verdict == "passed"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "action": self.action, "check": self.check, "bench": self.bench,
+        data = {"verdict": self.verdict, "action": self.action, "check": self.check, "bench": self.bench,
                 "error": self.error, "error_type": self.error_type, "device": self.device,
                 "judge_version": self.judge_version}
+        if self.profile is not None:   # only then, so a reader of the other actions' reports sees them unchanged
+            data["profile"] = self.profile
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), allow_nan=False)
 
     @classmethod
     def from_dict(cls, data: Any) -> "JudgeReport":
-        if not isinstance(data, dict) or set(data) != set(cls("error").to_dict()):
+        base = set(cls("error").to_dict())
+        if not isinstance(data, dict) or set(data) not in (base, base | {"profile"}):
             raise JudgeError("not a judge report: a JSON object with exactly the fields of JudgeReport.to_dict().")
+        if data.get("profile") is not None and not isinstance(data["profile"], dict):
+            raise JudgeError("not a judge report: profile is neither an object nor absent.")
         for name in ("verdict", "action", "error", "error_type", "device", "judge_version"):
             if not isinstance(data[name], str):
                 raise JudgeError(f"not a judge report: {name} is not a string.")
@@ -333,7 +357,7 @@ class JudgeReport:
 
 
 __all__ = [
-    "ACTIONS", "COPY_OPTIONS", "TIMING_ACTIONS", "DTYPES", "JUDGE_VERSION", "JudgeLimits", "JudgeReport", "JudgeRequest", "MAX_COMPILE_S",
+    "ACTIONS", "COPY_OPTIONS", "EXCLUSIVE_ACTIONS", "PROFILE_ACTIONS", "TIMING_ACTIONS", "DTYPES", "JUDGE_VERSION", "JudgeLimits", "JudgeReport", "JudgeRequest", "MAX_COMPILE_S",
     "MAX_DIMENSION", "MAX_ELEMENTS", "MAX_KERNEL_S", "MAX_REPORT_BYTES", "MAX_REQUEST_BYTES", "MAX_SCALAR",
     "MAX_SHAPES", "MAX_TILE",
     "OUT_DTYPES", "SUITES", "VERDICTS", "checked_shape",

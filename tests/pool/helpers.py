@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from gemmlab.judge import JudgeReport, JudgeRequest, KernelSpec
 from gemmlab.judge.backend import FakeBackend, judge
+from gemmlab.judge.protocol import EXCLUSIVE_ACTIONS
 from pool.tokens import TokenStore
 from tests.support import KERNELS
 
@@ -71,8 +72,10 @@ class ScriptedExecutor:
         self._gpus = list(gpus)
         self.delay_s = delay_s
         self.started: list[str] = []
-        self.running: dict[str, int] = {"check": 0, "bench": 0}
-        self.most: dict[str, int] = {"check": 0, "bench": 0}
+        self.running: dict[str, int] = {"check": 0, "bench": 0, "profile": 0, "trace": 0}
+        self.most: dict[str, int] = {"check": 0, "bench": 0, "profile": 0, "trace": 0}
+        self.exclusive: dict[int, int] = {}          # per GPU: timings and profiles running now
+        self.most_exclusive: dict[int, int] = {}     # per GPU: the most that ever ran at once
         self._lock = threading.Lock()
 
     def gpus(self) -> list[str]:
@@ -83,6 +86,9 @@ class ScriptedExecutor:
             self.started.append(request.spec.name)
             self.running[request.action] += 1
             self.most[request.action] = max(self.most[request.action], self.running[request.action])
+            if request.action in EXCLUSIVE_ACTIONS:
+                self.exclusive[gpu] = self.exclusive.get(gpu, 0) + 1
+                self.most_exclusive[gpu] = max(self.most_exclusive.get(gpu, 0), self.exclusive[gpu])
         try:
             time.sleep(self.delay_s)
             if request.spec.name.endswith("_broken"):
@@ -91,6 +97,8 @@ class ScriptedExecutor:
         finally:
             with self._lock:
                 self.running[request.action] -= 1
+                if request.action in EXCLUSIVE_ACTIONS:
+                    self.exclusive[gpu] -= 1
 
     def close(self) -> None:
         pass

@@ -62,3 +62,17 @@ def test_a_queued_job_can_be_withdrawn() -> None:
     assert not scheduler.cancel(running)
     assert running.future.result(timeout=30).report.passed
     scheduler.close()
+
+
+def test_profiles_hold_their_gpu_alone_like_timings() -> None:
+    """A profile (ncu) or a trace and a timing never run at once on one GPU; checks go on beside either."""
+    executor = ScriptedExecutor(gpus=["gpu 0"], delay_s=0.05)
+    scheduler = FairScheduler(executor, slots_per_gpu=4)
+    kinds = ["profile", "bench", "trace", "profile", "bench"]
+    jobs = [scheduler.submit(f"s{i}", request(f"gemm_x{i}", kind)) for i, kind in enumerate(kinds)]
+    jobs += [scheduler.submit(f"c{i}", request(f"gemm_c{i}")) for i in range(6)]
+    results = [job.future.result(timeout=30) for job in jobs]
+    scheduler.close()
+    assert all(r.report.passed for r in results)
+    assert executor.most_exclusive == {0: 1} and executor.most["check"] >= 2
+    assert [r.report.action for r in results[:5]] == kinds and results[0].report.profile is not None

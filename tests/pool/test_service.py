@@ -25,7 +25,8 @@ def test_health_and_me(start, klass: Klass) -> None:
     assert status == 200 and body["gpus"] and body["queued"] == 0 and body["backend"] == "fake"
     status, body, headers = call(service.url, "/v1/me", token=klass.tokens["alice"])
     assert status == 200 and body["student"] == "alice"
-    assert body["limits"]["concurrent_jobs"] == 3 and body["usage"] == {"in_flight": 0, "gpu_seconds_last_hour": 0}
+    assert body["limits"]["concurrent_jobs"] == 3 and body["usage"] == {"in_flight": 0, "gpu_seconds_last_hour": 0,
+                                                                     "profiles_last_hour": 0}
     assert headers["Content-Type"].startswith("application/json")
 
 
@@ -173,3 +174,24 @@ def test_a_client_that_leaves_takes_its_queued_job_with_it(start, klass: Klass) 
     time.sleep(0.2)
     assert executor.started == ["gemm_a0"]
     assert call(service.url, "/v1/me", token=klass.tokens["alice"])[1]["usage"]["in_flight"] == 0
+
+
+def test_a_profile_over_http_is_counted_and_a_second_at_once_waits(start, klass: Klass) -> None:
+    """The readout comes back in the report (SYNTHETIC: the fake judge); a student's second profile while one is
+    queued or running gets 429, and /v1/me counts the hour's profiles."""
+    executor = ScriptedExecutor(delay_s=1.0)
+    service = start(executor, slots=2, concurrent_jobs=3, profiles_per_hour=5)
+    with ThreadPoolExecutor(1) as threads:
+        first = threads.submit(call, service.url, "/v1/judge", request("gemm_p0", "profile").to_json(),
+                               klass.tokens["alice"])
+        while call(service.url, "/v1/health")[1]["running"] == 0:
+            time.sleep(0.02)
+        status, body, headers = call(service.url, "/v1/judge", request("gemm_p1", "trace").to_json(),
+                                     klass.tokens["alice"])
+        assert status == 429 and "already have a profile" in body["error"] and int(headers["Retry-After"]) >= 1
+        assert call(service.url, "/v1/judge", request("gemm_c0").to_json(), klass.tokens["alice"])[0] == 200
+        status, body, _ = first.result(timeout=60)
+    assert status == 200 and body["report"]["verdict"] == "passed"
+    assert body["report"]["profile"]["readout"]["source"] == "synthetic"
+    _, me, _ = call(service.url, "/v1/me", token=klass.tokens["alice"])
+    assert me["usage"]["profiles_last_hour"] == 1 and me["limits"]["profiles_per_hour"] == 5
