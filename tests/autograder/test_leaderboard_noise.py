@@ -13,6 +13,7 @@ import pytest
 from autograder import leaderboard as lb
 
 RUNS = [(n, d) for n in lb.SIZES for d in lb.DTYPES]
+DEVICE = "NVIDIA H100 80GB HBM3"      # a GPU whose speed of light the leaderboard knows
 
 
 def _record(ratios: list[float], width: float | None) -> str:
@@ -23,7 +24,7 @@ def _record(ratios: list[float], width: float | None) -> str:
             run.update(ratio_low=r - width, ratio_high=r + width, rounds=12)
         runs.append(run)
     score = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    return lb.PREFIX + json.dumps({"version": 1, "device": "GPU X", "score": score, "points": 3,
+    return lb.PREFIX + json.dumps({"version": 1, "device": DEVICE, "score": score, "points": 3,
                                    "description": "d", "runs": runs}) + "\n"
 
 
