@@ -38,8 +38,8 @@ from .runtime.device import device_label, torch_device
 from .runtime.streams import DEFAULT_TIMEOUT_S, synchronize
 from .spread import LEVEL, Comparison, NoSpreadError, against_one, between, interval_text, median_interval
 from .speed_of_light import PeakRates, floor_at_light, gemm_light_ms, peak_rates, refuse_faster_than_light
-from .steady_timing import DeviceBackToBack, SteadyPhase, SteadyPlan, measure_estimate, rotation_sets, \
-    steady_phase, wait_for
+from .steady_timing import DeviceBackToBack, SteadyPhase, SteadyPlan, measure_estimate, paired_rounds, \
+    rotation_sets, steady_phase, wait_for
 from .timing import guard_persisting_l2, interleaved_rounds, l2_flush_buffer, prepare_timer, round_reps, time_cuda
 from .timing_lock import exclusive_timing, shared_gpu_work
 
@@ -568,8 +568,7 @@ def _time_steady(fn: Callable[..., Any], problem: Problem, plan: SteadyPlan) -> 
     kernel, cublas = phases["kernel"], phases["cublas"]
     side = _clock_fields(sampler, samples, [kernel.timed.window], [cublas.timed.window])
     side.update(warmup_s=round(kernel.warmup_s, 3), settled=kernel.settled)
-    times = [[ms] for ms in kernel.timed.block_ms]
-    ctimes = [[ms] for ms in cublas.timed.block_ms]
+    times, ctimes = paired_rounds(kernel, cublas)
     return times, ctimes, {**side, "reps": kernel.iterations}
 
 

@@ -213,19 +213,23 @@ def reading(samples: Sequence[Sample], windows: Sequence[tuple[float, float]], s
                         len(inside), source)
 
 
-def settled(samples: Sequence[Sample], now: float, window_s: float = 1.0, tolerance: float = 0.01) -> bool:
-    """Whether the SM clock has settled: over the last ``window_s`` before ``now``, the medians of its two
-    halves differ by at most ``tolerance`` (relative), and each half holds at least 3 samples.
+def settled(samples: Sequence[Sample], now: float, window_s: float = 1.0, tolerance: float = 0.01,
+            bins: int = 5) -> bool:
+    """Whether the SM clock has settled: the last ``window_s`` before ``now``, cut into ``bins`` equal
+    stretches of at least 2 samples each, has mean clocks that all lie within ``tolerance`` (relative).
 
-    Why halves and medians: under a power cap the clock steps between neighbouring levels many times a
-    second; what NVIDIA's guidelines wait out is the drift of the first seconds, not that dither."""
-    half = window_s / 2
-    first = [s.sm_mhz for s in samples if now - window_s <= s.t < now - half]
-    second = [s.sm_mhz for s in samples if now - half <= s.t <= now]
-    if len(first) < 3 or len(second) < 3:
-        return False
-    a, b = statistics.median(first), statistics.median(second)
-    return abs(a - b) <= tolerance * max(a, b)
+    Why means over stretches: under a power cap the clock dithers between neighbouring 15 MHz steps many
+    times a second, which a 200 ms mean smooths; what NVIDIA's guidelines wait out is the swing and drift
+    of the first seconds, which moves those means apart."""
+    width = window_s / bins
+    means = []
+    for b in range(bins):
+        lo, hi = now - window_s + b * width, now - window_s + (b + 1) * width
+        values = [s.sm_mhz for s in samples if lo <= s.t < hi or (b == bins - 1 and s.t == hi)]
+        if len(values) < 2:
+            return False
+        means.append(statistics.fmean(values))
+    return max(means) - min(means) <= tolerance * max(means)
 
 
 __all__ = ["ClockReading", "NvmlSampler", "PERIOD_MS", "Sample", "Sampler", "SmiSampler", "device_sampler",

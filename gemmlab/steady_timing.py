@@ -41,8 +41,8 @@ class SteadyPlan:
 
     warmup_s: float = 3.0            #: back-to-back work before timing: the clock settles in about 3 s
     max_warmup_s: float = 8.0        #: more while the sampled clock still drifts, up to this
-    settle_window_s: float = 1.0     #: the clock counts as settled when the two halves of this window agree
-    settle_tolerance: float = 0.01   #: ... within this fraction
+    settle_window_s: float = 1.0     #: the clock counts as settled when its means over fifths of this window
+    settle_tolerance: float = 0.01   #: ... agree within this fraction (gemmlab.clock_sampler.settled)
     min_iterations: int = 1000       #: "greater than 1000 testing iterations" at ~4096³
     min_timed_ms: float = 200.0      #: smaller problems: as many iterations as fill this
     max_timed_ms: float = 10_000.0   #: slow kernels: no more than fill this (at least one a block)
@@ -123,6 +123,14 @@ def steady_phase(calls: BackToBack, plan: SteadyPlan, sampler: Sampler | None,
     timed = calls.timed_blocks(iterations, plan.blocks)
     sleep(plan.cooldown_s)
     return SteadyPhase(timed, iterations, warmed, was_settled)
+
+
+def paired_rounds(kernel: SteadyPhase, cublas: SteadyPhase) -> tuple[list[list[float]], list[list[float]]]:
+    """Rounds for :func:`gemmlab.bench.result_from_rounds`: block ``j`` of the kernel's phase against block
+    ``j`` of cuBLAS's (each a mean ms per call), so each round's ratio compares the same stretch of a phase."""
+    if len(kernel.timed.block_ms) != len(cublas.timed.block_ms):
+        raise ValueError("the two phases were timed in different numbers of blocks")
+    return [[ms] for ms in kernel.timed.block_ms], [[ms] for ms in cublas.timed.block_ms]
 
 
 def split_blocks(iterations: int, blocks: int) -> list[int]:
@@ -213,4 +221,4 @@ class DeviceBackToBack:
 
 
 __all__ = ["BackToBack", "CHUNKS_AHEAD", "CHUNK_MS", "DeviceBackToBack", "SteadyPhase", "SteadyPlan", "TimedBlocks",
-           "measure_estimate", "rotation_sets", "split_blocks", "steady_iterations", "steady_phase", "wait_for"]
+           "measure_estimate", "paired_rounds", "rotation_sets", "split_blocks", "steady_iterations", "steady_phase", "wait_for"]

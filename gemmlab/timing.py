@@ -55,16 +55,17 @@ def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = 
     return timer.run(n)
 
 
-def guard_persisting_l2(what: str) -> Callable[[], None]:
-    """Persisting L2 off now (limit 0, lines normal, no window on torch's current stream), and a function
-    that raises :class:`BenchIntegrityError` if timed calls made since turned it on again.
+def guard_persisting_l2(what: str, stream: Any = None) -> Callable[[], None]:
+    """Persisting L2 off now (limit 0, lines normal, no window on ``stream``, default torch's current one),
+    and a function that raises :class:`BenchIntegrityError` if timed calls made since turned it on again.
 
     Call it with the GPU idle (the driver's reset is not ordered with queued work); between the two,
     nothing but the timed calls may run. Why: lines of a persisting access window outlive the L2 flush,
     so the timed calls would read their inputs from L2 (docs/THREAT_MODEL.md)."""
-    import torch
+    if stream is None:
+        import torch
 
-    stream = torch.cuda.current_stream().cuda_stream
+        stream = torch.cuda.current_stream().cuda_stream
     persisting_l2.reset(stream)
 
     def check() -> None:
