@@ -177,11 +177,14 @@ def refuse_faster_than_light(times_ms: Iterable[float], light_ms: float | None, 
     impossible = [t for t in times if faster_than_light(t, light_ms)]
     if not impossible:
         return
-    peak = f" ({rates.tensor_tflops:,.0f} TFLOPS at {rates.max_sm_clock_mhz:,.0f} MHz" + (
-        f", DRAM {rates.dram_gbps:,.0f} GB/s)" if rates.dram_gbps else ")") if rates and rates.tensor_tflops else ""
+    peak = ""
+    if rates is not None and rates.tensor_tflops:
+        peak = f": {rates.tensor_tflops:,.0f} TFLOPS at {rates.max_sm_clock_mhz:,.0f} MHz" + (
+            f", DRAM {rates.dram_gbps:,.0f} GB/s" if rates.dram_gbps else "")
     raise FasterThanLightError(
-        f"{what}: {len(impossible)} of {len(times)} timed calls took {min(impossible):.4f} ms or less, faster than "
-        f"this GPU can do the work at all ({light_ms:.4f} ms at its theoretical peak{peak}). The timing did not "
+        f"{what}: {len(impossible)} of {len(times)} timed calls finished faster than this GPU can do the work at all "
+        f"(the fastest in {min(impossible):.4f} ms; the speed of light is {light_ms:.4f} ms, at its theoretical "
+        f"peak{peak}). The timing did not "
         "measure the work: launch on torch's current stream, do all of the work on every call, and leave L2 as "
         "you found it (no persisting access window).")
 
