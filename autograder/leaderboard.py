@@ -31,9 +31,10 @@ student: the order of the two is not settled by this measurement.
     python autograder/leaderboard.py --course DIR --autograded DIR/autograder/autograded
 
 Works with notebooks autograded by ``python -m autograder`` and by plain ``nbgrader autograde``
-(both keep cell outputs). A record comes from code that ran in the student's process, so a
-determined student could forge one (docs/THREAT_MODEL.md, "Limits"): review the top entries'
-code before announcing them.
+(both keep cell outputs). Under ``python -m autograder`` the speed test runs in the grader's judge,
+where no student Python runs, and only that cell's output is read; under plain ``nbgrader autograde``
+it runs in the student's process, which could print a forged record: review the top entries' code
+before announcing them.
 """
 from __future__ import annotations
 
