@@ -92,6 +92,7 @@ class BenchResult:
     max_sm_clock_mhz: float | None = None   #: that clock
     warmup_s: float | None = None           #: "nvidia": how long the kernel ran back to back before timing
     settled: bool | None = None             #: "nvidia": whether its clock had settled by then (None: unknown)
+    launch_bound: bool = False              #: "nvidia": the GPU caught up with Python, so gaps between calls were timed
 
     @property
     def intensity(self) -> float:
@@ -134,6 +135,8 @@ class BenchResult:
         if self.method == "nvidia" and self.warmup_s is not None:
             settle = {True: "clock settled", False: "clock still drifting", None: "clock not sampled"}[self.settled]
             text += f"; warm-up {self.warmup_s:.1f} s, {settle}"
+        if self.launch_bound:
+            text += "; Python launched slower than the kernel ran, so gaps between calls were timed"
         return text
 
     def clock_text(self) -> str:
@@ -567,7 +570,7 @@ def _time_steady(fn: Callable[..., Any], problem: Problem, plan: SteadyPlan) -> 
             verify_nothing_left_running(mine[0], statistics.median(phases["kernel"].timed.block_ms), problem.label)
     kernel, cublas = phases["kernel"], phases["cublas"]
     side = _clock_fields(sampler, samples, [kernel.timed.window], [cublas.timed.window])
-    side.update(warmup_s=round(kernel.warmup_s, 3), settled=kernel.settled)
+    side.update(warmup_s=round(kernel.warmup_s, 3), settled=kernel.settled, launch_bound=kernel.timed.launch_bound)
     times, ctimes = paired_rounds(kernel, cublas)
     return times, ctimes, {**side, "reps": kernel.iterations}
 
