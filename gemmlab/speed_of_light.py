@@ -130,16 +130,15 @@ def peak_rates(index: int | None = None) -> PeakRates:
     """This GPU's :class:`PeakRates`, from the driver's attributes (read once per device)."""
     import torch
 
-    from .runtime.device import checked, driver
+    from .runtime.device import driver, raw_attributes
 
     index = torch.cuda.current_device() if index is None else int(index)
     if index not in _rates:
-        d = driver()
-        A = d.CUdevice_attribute
-        dev = checked(d.cuDeviceGet(index), "finding the GPU")
+        A = driver().CUdevice_attribute
+        got = raw_attributes(index)
 
         def get(attr: object) -> int:
-            return int(checked(d.cuDeviceGetAttribute(attr, dev), "querying the GPU"))
+            return got.get(int(attr), 0)
 
         _rates[index] = rates_from_attributes(
             torch.cuda.get_device_name(index),
