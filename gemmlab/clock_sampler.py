@@ -109,13 +109,13 @@ class NvmlSampler(_Polling):
 
     source = "nvml"
 
-    def __init__(self, pci_bus_id: str, period_ms: float = PERIOD_MS) -> None:
+    def __init__(self, uuid: str, period_ms: float = PERIOD_MS) -> None:
         super().__init__(period_ms)
         import pynvml
 
         pynvml.nvmlInit()
         self._nvml = pynvml
-        self._handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode())
+        self._handle = pynvml.nvmlDeviceGetHandleByUUID(uuid.encode())
 
     def read(self) -> Sample | None:
         nvml = self._nvml
@@ -180,28 +180,33 @@ def samples_from_rows(rows: Sequence[tuple[float, Sequence[str]]]) -> list[Sampl
     return out
 
 
-def open_sampler(pci_bus_id: str) -> Sampler | None:
-    """An NVML sampler of the GPU at ``pci_bus_id`` if ``pynvml`` works here, else ``nvidia-smi``'s if it is
-    on PATH, else None (nothing to sample with)."""
+def open_sampler(uuid: str) -> Sampler | None:
+    """An NVML sampler of the GPU with this UUID ("GPU-...") if ``pynvml`` works here, else ``nvidia-smi``'s if
+    it is on PATH, else None (nothing to sample with)."""
     try:
-        return NvmlSampler(pci_bus_id)
+        return NvmlSampler(uuid)
     except Exception:  # noqa: BLE001 - not installed, no driver access, another NVML error: try nvidia-smi
         pass
     if shutil.which("nvidia-smi"):
-        return SmiSampler(pci_bus_id)
+        return SmiSampler(uuid)
     return None
 
 
+def uuid_text(raw: bytes) -> str:
+    """The 16 bytes of a GPU's UUID as NVML and nvidia-smi write it: 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'."""
+    h = bytes(raw)[:16].hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def device_sampler(device_index: int) -> Sampler | None:
-    """:func:`open_sampler` for CUDA device ``device_index`` (found by PCI bus id, which NVML and nvidia-smi
-    number alike whatever ``CUDA_VISIBLE_DEVICES`` says)."""
+    """:func:`open_sampler` for CUDA device ``device_index``, found by its UUID (which NVML and nvidia-smi know
+    whatever ``CUDA_VISIBLE_DEVICES`` renumbers)."""
     from .runtime.device import checked, driver
 
     d = driver()
     dev = checked(d.cuDeviceGet(int(device_index)), "finding the GPU")
-    bus = checked(d.cuDeviceGetPCIBusId(32, dev), "reading the GPU's PCI bus id")
-    text = bus.decode() if isinstance(bus, bytes) else str(bus)
-    return open_sampler(text.strip("\x00").strip())
+    uuid = checked(d.cuDeviceGetUuid(dev), "reading the GPU's UUID")
+    return open_sampler(uuid_text(uuid.bytes))
 
 
 def reading(samples: Sequence[Sample], windows: Sequence[tuple[float, float]], source: str) -> ClockReading:
@@ -233,5 +238,5 @@ def settled(samples: Sequence[Sample], now: float, window_s: float = 1.0, tolera
 
 
 __all__ = ["ClockReading", "NvmlSampler", "PERIOD_MS", "Sample", "Sampler", "SmiSampler", "device_sampler",
-           "open_sampler", "reading", "samples_from_rows", "settled"]
+           "open_sampler", "reading", "samples_from_rows", "settled", "uuid_text"]
 

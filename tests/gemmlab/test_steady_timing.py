@@ -199,7 +199,7 @@ def test_nvidia_smi_sampling_without_nvml(tmp_path: Path, monkeypatch) -> None:
     _fake_smi(tmp_path, ["1755, 698.50", "1740, 699.00", "[N/A], [N/A]", "1725, 700.25"])
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(clock_sampler, "NvmlSampler", _no_nvml)
-    sampler = clock_sampler.open_sampler("0000:1B:00.0")
+    sampler = clock_sampler.open_sampler("GPU-0b1e2f3a-0000-1111-2222-333344445555")
     assert isinstance(sampler, clock_sampler.SmiSampler) and sampler.source == "nvidia-smi"
     t0 = time.monotonic()
     sampler.start()
@@ -215,10 +215,15 @@ def _no_nvml(*args, **kwargs):
     raise ModuleNotFoundError("No module named 'pynvml'")
 
 
+def test_a_uuid_is_written_as_nvml_and_nvidia_smi_write_it() -> None:
+    raw = bytes(range(16))
+    assert clock_sampler.uuid_text(raw) == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+
+
 def test_nothing_to_sample_with_is_none(monkeypatch) -> None:
     monkeypatch.setattr(clock_sampler, "NvmlSampler", _no_nvml)
     monkeypatch.setattr(clock_sampler.shutil, "which", lambda name: None)
-    assert clock_sampler.open_sampler("0000:1B:00.0") is None
+    assert clock_sampler.open_sampler("GPU-0b1e2f3a-0000-1111-2222-333344445555") is None
 
 
 # ----------------------------------------------------------------------------- what a result records
