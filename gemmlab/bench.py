@@ -93,6 +93,7 @@ class BenchResult:
     warmup_s: float | None = None           #: "nvidia": how long the kernel ran back to back before timing
     settled: bool | None = None             #: "nvidia": whether its clock had settled by then (None: unknown)
     launch_bound: bool = False              #: "nvidia": the GPU caught up with Python, so gaps between calls were timed
+    graphed: bool | None = None             #: "nvidia": the kernel's calls were replayed from a CUDA graph
 
     @property
     def intensity(self) -> float:
@@ -135,6 +136,8 @@ class BenchResult:
         if self.method == "nvidia" and self.warmup_s is not None:
             settle = {True: "clock settled", False: "clock still drifting", None: "clock not sampled"}[self.settled]
             text += f"; warm-up {self.warmup_s:.1f} s, {settle}"
+        if self.graphed is False:
+            text += "; launched one by one (the calls could not be captured in a CUDA graph)"
         if self.launch_bound:
             text += "; Python launched slower than the kernel ran, so gaps between calls were timed"
         return text
@@ -550,6 +553,7 @@ def _time_steady(fn: Callable[..., Any], problem: Problem, plan: SteadyPlan) -> 
     _first_call(mine[0], problem)
     wait = wait_for(problem.timeout_s, problem.what)
     phases: dict[str, SteadyPhase] = {}
+    graphed: dict[str, bool] = {}
     with exclusive_timing():
         sampler = _sampler(problem.device)
         try:
@@ -558,8 +562,10 @@ def _time_steady(fn: Callable[..., Any], problem: Problem, plan: SteadyPlan) -> 
                 synchronize(timeout_s=problem.timeout_s, what=problem.what)
                 estimate = measure_estimate(run, sets, wait)
                 check_l2 = guard_persisting_l2(problem.what)
-                phases[side] = _guarded(steady_phase, problem.check and side == "kernel")(
-                    DeviceBackToBack(run, sets, estimate, wait), plan, sampler)
+                checked_side = problem.check and side == "kernel"
+                back_to_back = _guarded(DeviceBackToBack, checked_side)(run, sets, estimate, wait)
+                graphed[side] = back_to_back.graphed
+                phases[side] = _guarded(steady_phase, checked_side)(back_to_back, plan, sampler)
                 check_l2()
         finally:
             samples = sampler.stop() if sampler is not None else []
@@ -570,9 +576,10 @@ def _time_steady(fn: Callable[..., Any], problem: Problem, plan: SteadyPlan) -> 
             verify_nothing_left_running(mine[0], statistics.median(phases["kernel"].timed.block_ms), problem.label)
     kernel, cublas = phases["kernel"], phases["cublas"]
     side = _clock_fields(sampler, samples, [kernel.timed.window], [cublas.timed.window])
-    side.update(warmup_s=round(kernel.warmup_s, 3), settled=kernel.settled, launch_bound=kernel.timed.launch_bound)
+    side.update(warmup_s=round(kernel.warmup_s, 3), settled=kernel.settled, launch_bound=kernel.timed.launch_bound,
+                graphed=graphed["kernel"])
     times, ctimes = paired_rounds(kernel, cublas)
-    return times, ctimes, {**side, "reps": kernel.iterations}
+    return times, ctimes, {**side, "reps": sum(kernel.timed.calls_per_block)}
 
 
 def compare(a: BenchResult, b: BenchResult | None = None, level: float = LEVEL) -> Comparison:

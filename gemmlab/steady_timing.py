@@ -7,7 +7,8 @@ test, the GPU as it ships (power-capped, clocks free), in this order:
    for about the first 3 seconds before it settles (:class:`SteadyPlan` ``warmup_s``; longer while the
    sampled clock still drifts, up to ``max_warmup_s``: :func:`gemmlab.clock_sampler.settled`).
 2. **Time many iterations back to back**: more than 1,000 at 4096³, more for smaller problems
-   (:func:`steady_iterations`), with no other GPU work between launches: no L2 flush, no input nudge.
+   (:func:`steady_iterations`), with no other GPU work between launches: no L2 flush, no input nudge,
+   and no gap while Python launches (the calls are replayed from a CUDA graph where they can be captured).
    Events mark :attr:`SteadyPlan.blocks` equal blocks of them, so the run yields per-block times
    (the spread of the method, docs/TIMING.md).
 3. **Rotate the operands** instead of flushing L2: copies of every operand whose inputs total at least
@@ -33,6 +34,9 @@ from .clock_sampler import Sampler, settled
 #: Length of one warm-up chunk of back-to-back calls (GPU ms), and how many may be queued at once.
 CHUNK_MS = 50.0
 CHUNKS_AHEAD = 2
+#: GPU time of one captured graph of calls (ms), and the most calls one graph holds.
+GRAPH_MS = 2.0
+MAX_GRAPH_CALLS = 1000
 
 
 @dataclass(frozen=True)
@@ -169,21 +173,62 @@ def measure_estimate(call: Callable[[int], Any], sets: int, wait: Callable[[Any]
     return max(start.elapsed_time(end) / calls, 1e-3)
 
 
+def graph_calls(estimate_ms: float, sets: int) -> int:
+    """Calls in one captured CUDA graph: a whole number of rotations lasting about :data:`GRAPH_MS` on the GPU
+    (at most :data:`MAX_GRAPH_CALLS`), so replaying it costs the host microseconds for milliseconds of work."""
+    rotations = max(1, math.ceil(GRAPH_MS / max(float(estimate_ms), 1e-4) / sets))
+    return max(sets, min(rotations * sets, max(sets, MAX_GRAPH_CALLS // sets * sets)))
+
+
+def rounded_blocks(counts: list[int], unit: int) -> list[int]:
+    """Each block's count rounded up to a whole number of ``unit`` calls (a graph replays whole)."""
+    return [max(unit, math.ceil(c / unit) * unit) for c in counts]
+
+
 class DeviceBackToBack:
     """:class:`BackToBack` on the GPU: ``call(i)`` runs the function on operand set ``i % sets``.
 
-    Warm-up keeps at most :data:`CHUNKS_AHEAD` chunks of :data:`CHUNK_MS` queued, so the GPU never
-    waits for the host and the host never runs far ahead; timing follows the last warm-up chunk in the
-    queue with no pause between them."""
+    Why a CUDA graph: Python needs tens of microseconds to launch a call (a CuTe DSL call about a
+    hundred), as long as a 4096³ GEMM runs; launched one by one, a function with a slow launcher would be
+    timed with gaps between its calls, which the method forbids, while cuBLAS's fast launcher leaves
+    none. So the calls are captured once into a graph of :func:`graph_calls` calls (a whole number of
+    rotations) and the graph is replayed; a function that cannot be captured is called one by one
+    (``graphed`` says which). Warm-up keeps at most :data:`CHUNKS_AHEAD` chunks of :data:`CHUNK_MS`
+    queued, so the GPU never waits for the host and the host never runs far ahead; the timed blocks
+    follow the last warm-up chunk in the queue with no pause between them."""
 
     def __init__(self, call: Callable[[int], Any], sets: int, estimate_ms: float,
-                 wait: Callable[[Any], None]) -> None:
+                 wait: Callable[[Any], None], use_graph: bool = True) -> None:
         self.call, self.sets, self.estimate_ms = call, int(sets), float(estimate_ms)
         self._wait = wait                      # waits for one recorded event (with the caller's time limit)
         self._next = 0
         self._queued: deque[Any] = deque()
+        self._graph: Any = None
+        self.unit = 1                          # calls one issue step makes (a graph's, or one)
+        self.graphed = False
+        if use_graph:
+            self._capture()
+
+    def _capture(self) -> None:
+        import torch
+
+        calls = graph_calls(self.estimate_ms, self.sets)
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                for i in range(calls):
+                    self.call(i % self.sets)
+        except Exception:  # noqa: BLE001 - not capturable (it synchronizes, allocates, ...): one call at a time
+            torch.cuda.synchronize()
+            return
+        self._graph, self.unit, self.graphed = graph, calls, True
 
     def _issue(self, count: int) -> None:
+        """``count`` calls (a whole number of graph replays when graphed: ``count`` is a multiple of ``unit``)."""
+        if self._graph is not None:
+            for _ in range(count // self.unit):
+                self._graph.replay()
+            return
         for _ in range(count):
             self.call(self._next % self.sets)
             self._next += 1
@@ -191,7 +236,7 @@ class DeviceBackToBack:
     def busy(self, seconds: float) -> None:
         import torch
 
-        per_chunk = max(1, int(CHUNK_MS / max(self.estimate_ms, 1e-3)))
+        per_chunk = rounded_blocks([max(1, int(CHUNK_MS / max(self.estimate_ms, 1e-3)))], self.unit)[0]
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             self._issue(per_chunk)
@@ -204,7 +249,7 @@ class DeviceBackToBack:
     def timed_blocks(self, iterations: int, blocks: int) -> TimedBlocks:
         import torch
 
-        counts = split_blocks(iterations, blocks)
+        counts = rounded_blocks(split_blocks(iterations, blocks), self.unit)
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(len(counts) + 1)]
         marks[0].record()
         for b, count in enumerate(counts):
@@ -216,9 +261,10 @@ class DeviceBackToBack:
         done = time.monotonic()
         gpu_ms = marks[0].elapsed_time(marks[-1])
         block_ms = [marks[b].elapsed_time(marks[b + 1]) / counts[b] for b in range(len(counts))]
-        caught_up = (done - enqueued) * 1e3 < max(1.0, 2 * self.estimate_ms)
+        caught_up = (done - enqueued) * 1e3 < max(1.0, 2 * self.estimate_ms * self.unit)
         return TimedBlocks(block_ms, counts, (done - gpu_ms / 1e3, done), caught_up)
 
 
-__all__ = ["BackToBack", "CHUNKS_AHEAD", "CHUNK_MS", "DeviceBackToBack", "SteadyPhase", "SteadyPlan", "TimedBlocks",
+__all__ = ["BackToBack", "CHUNKS_AHEAD", "CHUNK_MS", "DeviceBackToBack", "GRAPH_MS", "MAX_GRAPH_CALLS", "graph_calls",
+           "rounded_blocks", "SteadyPhase", "SteadyPlan", "TimedBlocks",
            "measure_estimate", "paired_rounds", "rotation_sets", "split_blocks", "steady_iterations", "steady_phase", "wait_for"]

@@ -43,6 +43,14 @@ def test_operand_copies_hold_twice_the_l2() -> None:
     assert steady_timing.split_blocks(1112, 12) == [93] * 8 + [92] * 4 and sum(steady_timing.split_blocks(7, 3)) == 7
 
 
+def test_graphs_hold_whole_rotations_of_about_two_milliseconds() -> None:
+    assert steady_timing.graph_calls(0.18, 2) == 12                   # 4096³: 6 rotations of 2 copies, 2.2 ms
+    assert steady_timing.graph_calls(1.4, 2) == 2                     # 8192³: one rotation already takes longer
+    assert steady_timing.graph_calls(0.001, 25) == 1000               # tiny calls: capped
+    assert steady_timing.graph_calls(0.001, 4267) == 4267             # but never less than one rotation
+    assert steady_timing.rounded_blocks([93, 92], 12) == [96, 96] and steady_timing.rounded_blocks([5], 1) == [5]
+
+
 def test_an_impossible_plan_is_refused() -> None:
     with pytest.raises(ValueError):
         SteadyPlan(warmup_s=5.0, max_warmup_s=3.0)
@@ -291,6 +299,7 @@ def test_the_nvidia_method_times_cublas_against_itself(gpu) -> None:
     r = gemmlab.bench_gemm(lambda A, B, D: torch.matmul(A, B.T, out=D), shape=(2048, 2048, 2048), method="nvidia",
                            steady=plan, dtype=torch.bfloat16)
     assert r.method == "nvidia" and r.fill == "uniform" and r.rounds == 12 and r.reps >= 300
+    assert r.graphed is True and not r.launch_bound, "cuBLAS is captured and replayed without gaps"
     assert 0.9 < r.ratio < 1.1, str(r)
     assert r.warmup_s >= 1.0 and r.light_ms and r.ms > r.light_ms
     if r.clock_source:
