@@ -518,17 +518,17 @@ def _time_flushed(fn: Callable[..., Any], problem: Problem, warmup_ms: float, re
     _first_call(yours, problem)
     check = problem.check
     with exclusive_timing():
-        flush = l2_flush_buffer() if flush_l2 else None
-        with library_guard(check) as used:
-            mine = prepare_timer(yours, warmup_ms, flush_l2, problem.timeout_s, problem.what,
-                                 input_nudger(A) if check else None, flush_buffer=flush)
-        if used:
-            raise BenchIntegrityError(library_message(used))
-        cublas = prepare_timer(_cublas_fn(problem.convention, A, B, ref_out, problem.alpha, problem.beta), warmup_ms,
-                               flush_l2, problem.timeout_s, "cuBLAS", flush_buffer=flush)
-        windows = _Windows()
-        sampler = _sampler(problem.device)
+        sampler = _sampler(problem.device)     # started before the warm-ups: nvidia-smi takes a while to answer
         try:
+            flush = l2_flush_buffer() if flush_l2 else None
+            with library_guard(check) as used:
+                mine = prepare_timer(yours, warmup_ms, flush_l2, problem.timeout_s, problem.what,
+                                     input_nudger(A) if check else None, flush_buffer=flush)
+            if used:
+                raise BenchIntegrityError(library_message(used))
+            cublas = prepare_timer(_cublas_fn(problem.convention, A, B, ref_out, problem.alpha, problem.beta),
+                                   warmup_ms, flush_l2, problem.timeout_s, "cuBLAS", flush_buffer=flush)
+            windows = _Windows()
             reps = [round_reps(t.estimate_ms, rounds, rep, rep_ms) for t in (mine, cublas)]
             times, ctimes = interleaved_rounds([windows.around("kernel", _guarded(mine.run, check)),
                                                 windows.around("cublas", cublas.run)], reps, rounds)
