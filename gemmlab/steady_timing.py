@@ -215,6 +215,13 @@ class DeviceBackToBack:
         calls = graph_calls(self.estimate_ms, self.sets)
         graph = torch.cuda.CUDAGraph()
         try:
+            # A few calls on a side stream first, as torch asks before a capture (cuBLAS sets up its workspace).
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for i in range(min(3, self.sets)):
+                    self.call(i)
+            torch.cuda.current_stream().wait_stream(side)
             with torch.cuda.graph(graph):
                 for i in range(calls):
                     self.call(i % self.sets)
