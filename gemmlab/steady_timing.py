@@ -274,4 +274,5 @@ class DeviceBackToBack:
 
 __all__ = ["BackToBack", "CHUNKS_AHEAD", "CHUNK_MS", "DeviceBackToBack", "GRAPH_MS", "MAX_GRAPH_CALLS", "graph_calls",
            "rounded_blocks", "SteadyPhase", "SteadyPlan", "TimedBlocks",
-           "measure_estimate", "paired_rounds", "rotation_sets", "split_blocks", "steady_iterations", "steady_phase", "wait_for"]
+           "measure_estimate", "paired_rounds", "rotation_sets", "split_blocks", "steady_iterations", "steady_phase",
+           "wait_for"]

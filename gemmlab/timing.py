@@ -304,6 +304,7 @@ def gpu_only_timer(fn: Callable[[], Any], timeout: float, what: str,
 
 __all__ = [
     "BATCH", "FLUSH_MIN_BYTES", "MAX_GATE_MS", "MIN_ROUND_REPS", "PreparedTimer", "events", "gate_extensions",
-    "gpu_only_timer", "guard_persisting_l2", "interleaved_rounds", "l2_flush_buffer", "next_gate", "prepare_timer", "queue_behind_gate",
+    "gpu_only_timer", "guard_persisting_l2", "interleaved_rounds", "l2_flush_buffer", "next_gate", "prepare_timer",
+    "queue_behind_gate",
     "round_reps", "sleep_cycles_per_ms", "time_cuda",
 ]

@@ -195,5 +195,5 @@ def _call_id(line: bytes) -> object:
     return call.get("id") if isinstance(call, dict) else None
 
 
-__all__ = ["AnswerRelay", "DESCRIBE_S", "JUDGE_BOOTSTRAP", "JUDGE_KERNEL_ENV", "judge_kernel_env", "STUDENT_SERVER", "bind_code",
-           "describe"]
+__all__ = ["AnswerRelay", "DESCRIBE_S", "JUDGE_BOOTSTRAP", "JUDGE_KERNEL_ENV", "STUDENT_SERVER", "bind_code", "describe",
+           "judge_kernel_env"]
