@@ -387,10 +387,11 @@ class RunPlan:
         return "\n".join(lines)
 
 
-def build_plan(args: argparse.Namespace, best: dict) -> RunPlan:
-    """Every row the arguments ask for with its estimate; under ``--budget-s`` only the most important rows
-    whose estimates (with their kernels' builds and checks) fit: by priority, and once one row does not fit,
-    no row of a lower priority; the rest in ``left_out``."""
+def build_plan(args: argparse.Namespace, best: dict, done: frozenset = frozenset()) -> RunPlan:
+    """Every row the arguments ask for with its estimate, but those in ``done`` ((kernel, row key) pairs an
+    earlier command finished); under ``--budget-s`` only the most important rows whose estimates (with their
+    kernels' builds and checks) fit: by priority, and once one row does not fit, no row of a lower priority;
+    the rest in ``left_out``."""
     kernels, shapes, dtypes = plan(args)
     methods = methods_of(args)
     cublas_ms = {s: 2.0 * s[0] * s[1] * s[2] / (CUBLAS_TFLOPS * 1e12) * 1e3 for s in shapes}
@@ -402,6 +403,8 @@ def build_plan(args: argparse.Namespace, best: dict) -> RunPlan:
                 base = 2.0 * shape[0] * shape[1] * shape[2] / (CUBLAS_TFLOPS * 1e12) * 1e3
                 ms = base / max(expected_ratio(name, shape[0], best), 1e-3)
                 for dtype in planned_dtypes(name, dtypes):
+                    if (name, row_key(shape, dtype, method)) in done:
+                        continue
                     candidates.append(PlannedRow(name, tuple(shape), dtype, method, priority(name, method),
                                                  row_seconds(method, ms, cublas_ms.get(shape, base))))
     order = {name: i for i, (_, name) in enumerate(kernels)}
@@ -825,11 +828,12 @@ def run_all(args, backend: Backend, device: str, started: float | None = None,
     beside its previous best; stops starting rows once ``--budget-s`` is spent. The reports (with the rows of
     an earlier run under ``--resume``) and the markdown table."""
     best = load_best(args.best)
-    run_plan = build_plan(args, best)
     progress = Progress(args.out, fresh=not args.resume)
+    finished = progress.rows()
+    run_plan = build_plan(args, best, frozenset((kernel, row.key) for kernel, row in finished))
     reports = {name: KernelReport(name, assignment or "reference") for assignment, name in run_plan.kernels}
     assignments = dict((name, assignment) for assignment, name in run_plan.kernels)
-    for kernel, row in progress.rows():
+    for kernel, row in finished:
         if kernel in reports:
             reports[kernel].rows.append(row)
     for kernel, record in progress.checks().items():
@@ -903,7 +907,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     args = parse_args(argv)
     if args.plan:
-        print(build_plan(args, load_best(args.best)).text())
+        finished = Progress(args.out, fresh=False).rows() if args.resume else []
+        print(build_plan(args, load_best(args.best), frozenset((k, r.key) for k, r in finished)).text())
         return 0
     from gemmlab.gpu import has_gpu
 
@@ -918,7 +923,8 @@ def main(argv: list[str] | None = None) -> int:
     kernels, shapes, dtypes = plan(args)
     print(f"device: {device}; kernels: {[n for _, n in kernels]}; shapes: {shapes}; dtypes: {dtypes}; "
           f"methods: {methods_of(args)}" + (f"; resuming {args.out}" if args.resume else ""))
-    print(build_plan(args, load_best(args.best)).text() + "\n", flush=True)
+    finished = Progress(args.out, fresh=False).rows() if args.resume else []
+    print(build_plan(args, load_best(args.best), frozenset((k, r.key) for k, r in finished)).text() + "\n", flush=True)
     reports, table = run_all(args, GpuBackend(), device, started)
     print()
     print(table)

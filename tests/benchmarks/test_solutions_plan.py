@@ -121,10 +121,17 @@ def test_a_run_stopped_by_its_budget_is_finished_by_resume(bench, tmp_path: Path
 
     clock.now = 0.0
     again = FakeBackend(clock, 30.0)
-    args = bench.parse_args(common + ["--resume"])
+    args = bench.parse_args(common + ["--budget-s", str(budget), "--resume"])
+    remaining = bench.build_plan(args, {}, frozenset(("capstone", bench.row_key(b[1], b[2], b[3])) for b in first))
+    assert len(remaining.rows) + len(remaining.left_out) == 8 - len(first), "the plan of a resumed run: what is left"
     reports, table = bench.run_all(args, again, "GPU X", started=0.0, clock=clock)
     assert again.checks == [], "checked in the first command"
-    assert not set(again.benches) & set(first) and len(first) + len(again.benches) == 8
+    assert again.benches and not set(again.benches) & set(first), "the same budget goes to the rows left"
+    third = FakeBackend(clock, 30.0)
+    clock.now = 0.0
+    bench.run_all(bench.parse_args(common + ["--resume"]), third, "GPU X", started=0.0, clock=clock)
+    assert len(first) + len(again.benches) + len(third.benches) == 8
+    reports, table = bench.run_all(bench.parse_args(common + ["--resume"]), FakeBackend(clock, 0.0), "GPU X")
     (capstone,) = [r for r in reports if r.kernel == "capstone"]
     assert sorted(r.key for r in capstone.rows) == sorted(bench.row_key(r.shape, r.dtype, r.method) for r in plan.rows)
     assert table.count("| capstone |") == 8
