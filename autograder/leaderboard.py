@@ -10,6 +10,15 @@ output, checks that the correctness test (``test_capstone_correct_slow``) passed
 2. then every other submission, with the reason (incorrect, speed test failed, no record);
 3. then students who were not autograded or handed nothing in (``--roster`` lists them).
 
+Before any aggregate, each run's time is floored at its speed of light on the record's GPU
+(:mod:`gemmlab.speed_of_light`: the tensor cores' peak at the highest clock; the record's own
+``peak_tflops`` where it carries one, else the GPU's entry in ``KNOWN_GPUS``): a ratio above
+``peak / cuBLAS`` cannot be a measurement, so a run faster than the speed of light (beyond the timer's
+slack) fails the entry with that reason, and one just at it counts as at it. Records from GPUs without
+a known bound rank unfloored, and say so. A leaderboard run whose shapes were drawn from a secret
+(:mod:`gemmlab.leaderboard_draw`) records each run's ``nominal`` size; runs are grouped by it (by the
+nearest of SIZES where a record has none).
+
 Each run's ratio shows its interval where the record carries one (``ratio_low``/``ratio_high``,
 from ``bench_gemm``'s rounds), and S its range: S computed from the four lows and from the four
 highs, which holds S whenever each run's interval holds its ratio (docs/TIMING.md). A ranked
@@ -22,9 +31,10 @@ student: the order of the two is not settled by this measurement.
     python autograder/leaderboard.py --course DIR --autograded DIR/autograder/autograded
 
 Works with notebooks autograded by ``python -m autograder`` and by plain ``nbgrader autograde``
-(both keep cell outputs). A record comes from code that ran in the student's process, so a
-determined student could forge one (docs/THREAT_MODEL.md, "Limits"): review the top entries'
-code before announcing them.
+(both keep cell outputs). Under ``python -m autograder`` the speed test runs in the grader's judge,
+where no student Python runs, and only that cell's output is read; under plain ``nbgrader autograde``
+it runs in the student's process, which could print a forged record: review the top entries' code
+before announcing them.
 """
 from __future__ import annotations
 
@@ -36,6 +46,8 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from gemmlab.speed_of_light import faster_than_light, known_rates
 
 ASSIGNMENT = "09_capstone"
 PREFIX = "GEMMLAB-CAPSTONE-RECORD "
@@ -61,6 +73,7 @@ class Entry:
     description: str = ""
     points: float | None = None
     rank: int | None = None
+    unfloored: bool = False           # ranked without a speed-of-light bound (a GPU not in KNOWN_GPUS)
 
     def ratio_at(self, size: int) -> float | None:
         """Geometric mean over the dtypes recorded at ``size`` (None if none was)."""
@@ -126,32 +139,84 @@ def parse_record(cell: dict) -> dict | None:
     return found
 
 
-def ratios_of(record: dict) -> dict:
+def nominal_size(run: dict) -> int:
+    """The nominal size a run stands for: its ``nominal`` field, else the size in SIZES nearest to the
+    cube root of its M·N·K (raises KeyError, TypeError or ValueError for a malformed run)."""
+    if "nominal" in run:
+        return int(run["nominal"])
+    M, N, K = (int(v) for v in run["shape"][:3])
+    if min(M, N, K) <= 0:
+        raise ValueError("a shape of positive sizes")
+    volume = (M * N * K) ** (1 / 3)
+    return min(SIZES, key=lambda s: abs(math.log(volume / s)))
+
+
+def _runs(record: dict) -> dict:
+    """{(nominal size, dtype): run} of the well-formed runs with a positive, finite ratio."""
     out = {}
     for run in record.get("runs", []):
         try:
-            size, dtype, ratio = int(run["shape"][0]), str(run["dtype"]), float(run["ratio"])
-        except (KeyError, TypeError, ValueError, IndexError):
+            key, ratio = (nominal_size(run), str(run["dtype"])), float(run["ratio"])
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError):
             continue
         if ratio > 0 and math.isfinite(ratio):
-            out[(size, dtype)] = ratio
+            out[key] = run
     return out
+
+
+def ratios_of(record: dict) -> dict:
+    """{(nominal size, dtype): ratio} as recorded (before the speed-of-light floor: :func:`light_caps`)."""
+    return {key: float(run["ratio"]) for key, run in _runs(record).items()}
 
 
 def intervals_of(record: dict) -> dict:
     """{(size, dtype): (low, high)} for the runs whose record holds a sound interval around its ratio."""
     out = {}
-    for (size, dtype), ratio in ratios_of(record).items():
-        for run in record.get("runs", []):
-            try:
-                if int(run["shape"][0]) != size or str(run["dtype"]) != dtype:
-                    continue
-                low, high = float(run["ratio_low"]), float(run["ratio_high"])
-            except (KeyError, TypeError, ValueError, IndexError):
-                continue
-            if 0 < low <= ratio <= high and math.isfinite(high):
-                out[(size, dtype)] = (low, high)
+    for key, run in _runs(record).items():
+        try:
+            ratio, low, high = float(run["ratio"]), float(run["ratio_low"]), float(run["ratio_high"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if 0 < low <= ratio <= high and math.isfinite(high):
+            out[key] = (low, high)
     return out
+
+
+def light_caps(record: dict, device: str) -> dict:
+    """{(size, dtype): (cap, light_ms)}: the highest ratio a run can honestly reach (cuBLAS's time over the
+    run's speed of light, i.e. the GPU's peak TFLOPS over cuBLAS's) and that speed of light (ms), from the
+    run's ``peak_tflops``, else the GPU's entry in ``KNOWN_GPUS``. Runs without a bound (unknown GPU, no
+    cuBLAS TFLOPS) are left out."""
+    rates = known_rates(device)
+    out = {}
+    for key, run in _runs(record).items():
+        try:
+            peak = float(run["peak_tflops"]) if run.get("peak_tflops") else (rates.tensor_tflops if rates else None)
+            cublas = float(run["cublas_tflops"])
+            M, N, K = (int(v) for v in run["shape"][:3])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if peak and cublas > 0 and math.isfinite(peak) and math.isfinite(cublas):
+            out[key] = (peak / cublas, 2.0 * M * N * K / (peak * 1e12) * 1e3)
+    return out
+
+
+def floor_at_light(entry: "Entry", caps: dict) -> str:
+    """Apply the speed-of-light floor to ``entry``'s ratios (and intervals) in place; the reason to fail the
+    entry when a run was faster than light, else ''."""
+    for key, ratio in sorted(entry.ratios.items()):
+        if key not in caps:
+            continue
+        cap, light_ms = caps[key]
+        # The run's time is cap/ratio of its speed of light (cuBLAS's time cancels).
+        if faster_than_light(light_ms * cap / ratio, light_ms):
+            return (f"faster than the speed of light: {key[0]}³ {key[1]} at {ratio:.3f}× cuBLAS, where "
+                    f"{entry.device or 'this GPU'} allows at most {cap:.3f}× (its tensor peak): refused")
+        entry.ratios[key] = min(ratio, cap)
+        if key in entry.intervals:
+            low, high = entry.intervals[key]
+            entry.intervals[key] = (min(low, cap), min(high, cap))
+    return ""
 
 
 def _one_line(text: str, limit: int = 90) -> str:
@@ -174,6 +239,7 @@ def entry_from_notebook(student: str, path: Path) -> Entry:
     correct = None if not ran else correct_error is None
     entry = Entry(student, "failed", correct=correct)
     record = parse_record(speed)
+    light_reason = ""
     if record is not None:
         entry.ratios = ratios_of(record)
         entry.intervals = intervals_of(record)
@@ -183,7 +249,10 @@ def entry_from_notebook(student: str, path: Path) -> Entry:
             entry.points = float(record.get("points"))
         except (TypeError, ValueError):
             entry.points = None
-        if entry.ratios:
+        caps = light_caps(record, entry.device)
+        light_reason = floor_at_light(entry, caps)
+        entry.unfloored = any(key not in caps for key in entry.ratios)
+        if entry.ratios and not light_reason:
             entry.score = _geomean(list(entry.ratios.values()))
     speed_error = _error(speed)
     build_error = _error(cells.get(BUILD_CELL, {}))
@@ -196,6 +265,8 @@ def entry_from_notebook(student: str, path: Path) -> Entry:
         entry.reason = "incorrect: " + correct_error
     elif speed_error is not None:
         entry.reason = "speed test failed: " + speed_error
+    elif light_reason:
+        entry.reason = light_reason
     elif record is None:
         entry.reason = ("no speed record (graded without a GPU?)" if "No GPU" in _stdout(speed)
                         else "no speed record in the speed test's output")
@@ -204,7 +275,9 @@ def entry_from_notebook(student: str, path: Path) -> Entry:
     else:
         missing = [f"{s}³ {d}" for s in SIZES for d in DTYPES if (s, d) not in entry.ratios]
         entry.status = "ranked"
-        entry.reason = ("missing " + ", ".join(missing)) if missing else ""
+        notes = [("missing " + ", ".join(missing)) if missing else "",
+                 f"not floored: no speed-of-light bound known for {entry.device or 'its GPU'}" if entry.unfloored else ""]
+        entry.reason = "; ".join(n for n in notes if n)
     entry.reason = _one_line(entry.reason, 120)
     return entry
 

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -34,27 +32,17 @@ FIELDS = ["clocks.sm", "power.draw", "temperature.gpu", "clocks_throttle_reasons
 
 
 class Sampler:
-    """``nvidia-smi`` in the background, one sample of FIELDS every ``period_ms``."""
+    """``nvidia-smi`` in the background (gemmlab.clock_sampler.SmiSampler), one sample of FIELDS every ``period_ms``."""
 
     def __init__(self, period_ms: int = 50) -> None:
-        self.rows: list[list[str]] = []
-        self.proc = subprocess.Popen(
-            ["nvidia-smi", "-i", "0", f"--query-gpu={','.join(FIELDS)}", "--format=csv,noheader,nounits",
-             f"--loop-ms={period_ms}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
+        from gemmlab.clock_sampler import SmiSampler
 
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            parts = [p.strip() for p in line.split(",")]
-            if len(parts) == len(FIELDS):
-                self.rows.append(parts)
+        self.smi = SmiSampler("0", FIELDS, period_ms)
+        self.smi.start()
 
     def stop(self) -> dict[str, float]:
-        self.proc.terminate()
-        self.proc.wait(timeout=5)
-        self.thread.join(timeout=5)
-        return summarize(self.rows)
+        self.smi.stop()
+        return summarize([fields for _, fields in self.smi.rows])
 
 
 def summarize(rows: list[list[str]]) -> dict[str, float]:

@@ -1,8 +1,10 @@
 """NVIDIA's persistent Hopper GEMM from a CUTLASS checkout, as a gemmlab GEMM function.
 
 The public reference the course's kernels are timed against in ``benchmarks/solutions.py
---cutlass PATH``: ``examples/python/CuTeDSL/hopper/dense_gemm_persistent.py`` (TMA, wgmma, warp
-specialisation, persistent tile scheduler, TMA multicast in a cluster). It is loaded from the
+--cutlass PATH``: ``dense_gemm_persistent.py`` of the CuTe DSL's Hopper examples (TMA, wgmma, warp
+specialisation, persistent tile scheduler, TMA multicast in a cluster), found where CUTLASS keeps it
+now (``examples/python/CuTeDSL/cute/hopper/kernel/dense_gemm/``, since 2026) or kept it before
+(``examples/python/CuTeDSL/hopper/``). It is loaded from the
 checkout as it is (nothing of it is copied here) and wrapped as ``fn(A, B, D)`` with gemmlab's
 "tn" convention (A M×K, B N×K, D = A·Bᵀ M×N, all row-major), so ``check_gemm`` and
 ``bench_gemm`` time it exactly like the course's kernels. The example needs each row to be a
@@ -16,8 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-#: Where the example sits in a CUTLASS checkout, and the class it defines.
-EXAMPLE = Path("examples/python/CuTeDSL/hopper/dense_gemm_persistent.py")
+#: Where the example sits in a CUTLASS checkout (newest layout first), and the class it defines.
+EXAMPLES = (Path("examples/python/CuTeDSL/cute/hopper/kernel/dense_gemm/dense_gemm_persistent.py"),
+            Path("examples/python/CuTeDSL/hopper/dense_gemm_persistent.py"))
+EXAMPLE = EXAMPLES[0]
 KERNEL_CLASS = "HopperWgmmaGemmPersistentKernel"
 #: The configuration the course compares against (issue 26's table): 128×256 tiles, 2×1 clusters.
 TILE_MN = (128, 256)
@@ -28,12 +32,13 @@ LABEL = "cutlass_persistent"
 
 
 def example_path(cutlass_root: Path | str) -> Path:
-    """The example's file in the checkout at ``cutlass_root``; LookupError saying what is missing."""
-    path = Path(cutlass_root).expanduser() / EXAMPLE
-    if not path.is_file():
-        raise LookupError(f"no {EXAMPLE} under {cutlass_root}: pass the root of a CUTLASS checkout "
-                          "(git clone https://github.com/NVIDIA/cutlass)")
-    return path
+    """The example's file in the checkout at ``cutlass_root`` (either layout); LookupError saying what is missing."""
+    root = Path(cutlass_root).expanduser()
+    for example in EXAMPLES:
+        if (root / example).is_file():
+            return root / example
+    raise LookupError(f"neither {' nor '.join(map(str, EXAMPLES))} under {cutlass_root}: pass the root of a CUTLASS "
+                      "checkout (git clone https://github.com/NVIDIA/cutlass)")
 
 
 def load_example(cutlass_root: Path | str) -> Any:
@@ -91,5 +96,5 @@ def persistent_gemm(module: Any, tile_mn: tuple[int, int] = TILE_MN,
     return gemm
 
 
-__all__ = ["CHECK_SHAPES", "CLUSTER_MN", "EXAMPLE", "KERNEL_CLASS", "LABEL", "TILE_MN", "example_path",
+__all__ = ["CHECK_SHAPES", "CLUSTER_MN", "EXAMPLE", "EXAMPLES", "KERNEL_CLASS", "LABEL", "TILE_MN", "example_path",
            "load_example", "persistent_gemm"]

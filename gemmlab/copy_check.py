@@ -313,6 +313,7 @@ def bench_copy(fn: Callable[..., Any], shape: Any = (8192, 8192), dtype: Any = N
         again = _check_one(fn, shape, dtype, bool(transpose), False, gen, dev, timeout)
     if not again.passed:
         raise BenchIntegrityError(f"the copy's checked call after the timing failed: {again.message}")
+    refuse_copy_faster_than_dram(times, M * N * dst.elem, dev.index, f"the copy of {M}×{N}")
     from .spread import median_interval
 
     moved = 2 * M * N * dst.elem / 1e9      # GB read and written
@@ -320,6 +321,17 @@ def bench_copy(fn: Callable[..., Any], shape: Any = (8192, 8192), dtype: Any = N
     low, high, coverage = median_interval(times)
     return CopyTiming(shape, dtype_name(dtype), bool(transpose), median, moved / (median / 1e3),
                       moved / (high / 1e3), moved / (low / 1e3), coverage, len(times), device_label(dev))
+
+
+def refuse_copy_faster_than_dram(times_ms: Sequence[float], source_bytes: int, device_index: int, what: str) -> None:
+    """Refuse times in which a source of at least twice the L2 size (so it comes from DRAM on every call:
+    the timed calls alternate between two) could not even have been read at DRAM's theoretical peak."""
+    from .runtime.device import device_attributes
+    from .speed_of_light import peak_rates, refuse_faster_than_light
+
+    rates = peak_rates(device_index)
+    if rates.dram_gbps and source_bytes >= 2 * device_attributes(device_index).l2_bytes:
+        refuse_faster_than_light(times_ms, source_bytes / (rates.dram_gbps * 1e9) * 1e3, what)
 
 
 def _check_one(fn: Callable[..., Any], shape: Shape2, dtype: Any, transpose: bool, who: bool, gen: Any, dev: Any,

@@ -4,7 +4,9 @@ The one timer behind ``bench_gemm``, ``ceilings`` and the notebooks' copy timing
 call is bracketed by CUDA events; batches of calls are queued behind a GPU sleep (the *gate*) that
 outlasts the host's enqueueing, so the GPU never idles inside a timed window waiting for Python.
 L2 is flushed before each repetition unless asked not to (a small problem could otherwise live in
-cache and look faster than DRAM allows). :func:`time_cuda` times what ``fn`` queues on torch's
+cache and look faster than DRAM allows), and persisting L2 is reset before every round of timed calls and
+must still be off after it (:func:`guard_persisting_l2`: an access-policy window would keep inputs in L2
+across the flush). :func:`time_cuda` times what ``fn`` queues on torch's
 current stream and nothing else: whether that is all of ``fn``'s work is :mod:`gemmlab.integrity`'s
 question. :func:`prepare_timer` warms a function up once and times more calls on demand, so
 :func:`interleaved_rounds` can alternate two functions (a kernel and cuBLAS) in rounds: the
@@ -16,6 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from .integrity import BenchIntegrityError
+from .runtime import persisting_l2
 from .runtime.device import device_attributes
 from .runtime.streams import DEFAULT_TIMEOUT_S, synchronize
 
@@ -49,6 +53,31 @@ def time_cuda(fn: Callable[[], Any], warmup_ms: float = 25.0, rep: int | None = 
     timer = prepare_timer(fn, warmup_ms, flush_l2, timeout_s, what, before_each, queue_ahead)
     n = rep if rep is not None else max(10, min(1000, int(rep_ms / timer.estimate_ms)))
     return timer.run(n)
+
+
+def guard_persisting_l2(what: str, stream: Any = None) -> Callable[[], None]:
+    """Persisting L2 off now (limit 0, lines normal, no window on ``stream``, default torch's current one),
+    and a function that raises :class:`BenchIntegrityError` if timed calls made since turned it on again.
+
+    Call it with the GPU idle (the driver's reset is not ordered with queued work); between the two,
+    nothing but the timed calls may run. Why: lines of a persisting access window outlive the L2 flush,
+    so the timed calls would read their inputs from L2 (docs/THREAT_MODEL.md)."""
+    if stream is None:
+        import torch
+
+        stream = torch.cuda.current_stream().cuda_stream
+    persisting_l2.reset(stream)
+
+    def check() -> None:
+        found = persisting_l2.tampering(stream)
+        if found:
+            persisting_l2.reset(stream)
+            raise BenchIntegrityError(
+                f"{what}: during the timed calls {found}. Persisting L2 keeps data in cache across the flush "
+                "between timed calls, so the time would not be the kernel's: do not set an L2 access-policy window "
+                "or a persisting-L2 limit (cudaStreamSetAttribute, cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize)).")
+
+    return check
 
 
 def l2_flush_buffer() -> Any:
@@ -124,6 +153,7 @@ def prepare_timer(fn: Callable[[], Any], warmup_ms: float = 25.0, flush_l2: bool
 
     def run(n: int) -> list[float]:
         n = max(1, int(n))
+        check_l2 = guard_persisting_l2(what)       # the GPU is idle here: the last round, or the warm-up, synced
         batch = min(n, BATCH) if queue_ahead else n
         if queue_ahead:
             wanted = int(sleep_cycles_per_ms() * min(1.5 * batch * host_ms + 0.2, MAX_GATE_MS))
@@ -137,6 +167,7 @@ def prepare_timer(fn: Callable[[], Any], warmup_ms: float = 25.0, flush_l2: bool
                 for pair in chunk:
                     one(pair)
         sync()
+        check_l2()
         return [s.elapsed_time(e) for s, e in pairs]
 
     return PreparedTimer(estimate, run)
@@ -254,6 +285,8 @@ def gpu_only_timer(fn: Callable[[], Any], timeout: float, what: str,
         synchronize(timeout_s=timeout, what=what)
 
     def run(rep: int) -> list[float]:
+        sync()
+        check_l2 = guard_persisting_l2(what)
         pairs = [events() for _ in range(max(1, rep))]
         for s, e in pairs:
             def batch(s=s, e=e) -> None:
@@ -263,6 +296,7 @@ def gpu_only_timer(fn: Callable[[], Any], timeout: float, what: str,
                 e.record()
             gate[0] = queue_behind_gate(batch, gate[0], max_cycles, sync)
         sync()
+        check_l2()
         return [s.elapsed_time(e) / calls for s, e in pairs]
 
     return run
@@ -270,6 +304,7 @@ def gpu_only_timer(fn: Callable[[], Any], timeout: float, what: str,
 
 __all__ = [
     "BATCH", "FLUSH_MIN_BYTES", "MAX_GATE_MS", "MIN_ROUND_REPS", "PreparedTimer", "events", "gate_extensions",
-    "gpu_only_timer", "interleaved_rounds", "l2_flush_buffer", "next_gate", "prepare_timer", "queue_behind_gate",
+    "gpu_only_timer", "guard_persisting_l2", "interleaved_rounds", "l2_flush_buffer", "next_gate", "prepare_timer",
+    "queue_behind_gate",
     "round_reps", "sleep_cycles_per_ms", "time_cuda",
 ]

@@ -16,17 +16,30 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import select
 import socket
 import threading
 import time
 
 from gemmlab.judge.answers import JUDGE_ENV, MAX_REPLY_CHARS
+from gemmlab.leaderboard_draw import SECRET_ENV as LEADERBOARD_SECRET_ENV
 
 from .kernel import SandboxedKernel
 
 #: Environment of the judge's kernel: gemmlab's grading mode and the judge's own switch.
 JUDGE_KERNEL_ENV = {JUDGE_ENV: "1", "GEMMLAB_GRADING": "1"}
+
+
+def judge_kernel_env() -> dict[str, str]:
+    """:data:`JUDGE_KERNEL_ENV`, plus the leaderboard's secret where the grader has one: the judge draws the
+    leaderboard's shapes and seeds from it (gemmlab.leaderboard_draw); the student's kernel never gets it
+    (the sandbox passes only autograder.harness.sandbox.PASSED_THROUGH)."""
+    env = dict(JUDGE_KERNEL_ENV)
+    secret = os.environ.get(LEADERBOARD_SECRET_ENV)
+    if secret:
+        env[LEADERBOARD_SECRET_ENV] = secret
+    return env
 
 #: First code the judge runs: quiet warnings (nbgrader zeroes a cell with anything on stderr), gemmlab loaded.
 JUDGE_BOOTSTRAP = (
@@ -182,5 +195,5 @@ def _call_id(line: bytes) -> object:
     return call.get("id") if isinstance(call, dict) else None
 
 
-__all__ = ["AnswerRelay", "DESCRIBE_S", "JUDGE_BOOTSTRAP", "JUDGE_KERNEL_ENV", "STUDENT_SERVER", "bind_code",
-           "describe"]
+__all__ = ["AnswerRelay", "DESCRIBE_S", "JUDGE_BOOTSTRAP", "JUDGE_KERNEL_ENV", "STUDENT_SERVER", "bind_code", "describe",
+           "judge_kernel_env"]

@@ -34,7 +34,7 @@ from . import inkernel
 from .assemble import (Assembled, answer_flags, assemble, display_only, grade_id, is_answer, is_graded, judged_launches, needs_arch,
                        needs_gpu, notebook_needs_gpu)
 from .device import gpu_arch, missing_gpu
-from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, JUDGE_KERNEL_ENV, STUDENT_SERVER, AnswerRelay, bind_code, describe
+from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, STUDENT_SERVER, AnswerRelay, bind_code, describe, judge_kernel_env
 from .kernel import CellRun, SandboxedKernel, describe_exit
 from .routing import defined_names, dsl_dependencies, given_statements, one_side_cells
 from .outputs import for_feedback, hidden_lines, take_published, withhold
@@ -135,7 +135,7 @@ class _Kernels:
     def __init__(self, workdir: Path, gpu: str | None, limits: Limits, sandbox: bool) -> None:
         self.student = SandboxedKernel(workdir / "scratch", workdir / "run", gpu, limits, sandbox)
         self.judge = SandboxedKernel(workdir / "judge", workdir / "judge-run", gpu, limits, sandbox,
-                                     extra_env=JUDGE_KERNEL_ENV)
+                                     extra_env=judge_kernel_env())
         self.module = inkernel.new_module_name()
         self.done: dict[str, list[int]] = {"student": [], "judge": []}
         self.relay = AnswerRelay()

@@ -34,6 +34,8 @@ from .errors import JudgeError
 #: Launch attributes a plan may carry (CUlaunchAttributeID): cooperative (off), cluster dimension,
 #: cluster scheduling policy, programmatic stream serialization.
 COOPERATIVE, CLUSTER_DIM, CLUSTER_POLICY, PROGRAMMATIC = 2, 4, 5, 6
+#: The access-policy window (persisting L2): never run, and refused with its own reason (docs/THREAT_MODEL.md).
+ACCESS_POLICY_WINDOW = 1
 #: Kernel attributes a plan may set (CUfunction_attribute): dynamic shared memory, carveout,
 #: non-portable cluster sizes, cluster scheduling policy.
 KERNEL_ATTRIBUTES = {8, 9, 14, 15}
@@ -193,6 +195,10 @@ def parse_plan(plan: Any, arguments: int) -> tuple[dict[str, bytes], list[Buffer
                 pass
             elif pair[0] == PROGRAMMATIC:
                 pass                            # ordering within one stream: the judge serialises anyway
+            elif pair[0] == ACCESS_POLICY_WINDOW:
+                raise PlanError("a launch sets an L2 access-policy window (persisting L2), which would keep data "
+                                "in L2 across the flush between timed calls: the judge refuses it. Launch without "
+                                "an access policy.")
             else:
                 raise PlanError(f"launch attribute {pair[0]} is not one the judge runs.")
         kernel_attributes = item.get("kernel_attributes") or {}

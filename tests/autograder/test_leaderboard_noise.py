@@ -7,12 +7,13 @@ import json
 import math
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from autograder import leaderboard as lb
+from tests.autograder.capstone_records import graded_notebook
 
 RUNS = [(n, d) for n in lb.SIZES for d in lb.DTYPES]
+DEVICE = "NVIDIA H100 80GB HBM3"      # a GPU whose speed of light the leaderboard knows
 
 
 def _record(ratios: list[float], width: float | None) -> str:
@@ -23,29 +24,16 @@ def _record(ratios: list[float], width: float | None) -> str:
             run.update(ratio_low=r - width, ratio_high=r + width, rounds=12)
         runs.append(run)
     score = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    return lb.PREFIX + json.dumps({"version": 1, "device": "GPU X", "score": score, "points": 3,
+    return lb.PREFIX + json.dumps({"version": 1, "device": DEVICE, "score": score, "points": 3,
                                    "description": "d", "runs": runs}) + "\n"
-
-
-def _graded(course: Path, student: str, record: str) -> None:
-    def cell(grade_id: str, text: str):
-        c = nbformat.v4.new_code_cell("pass", metadata={"nbgrader": {"grade_id": grade_id, "grade": True}})
-        c.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
-        return c
-
-    nb = nbformat.v4.new_notebook(cells=[cell(lb.BUILD_CELL, ""), cell(lb.CORRECT_CELL, "correct\n"),
-                                         cell(lb.SPEED_CELL, record)])
-    dest = course / "autograder" / "autograded" / student / lb.ASSIGNMENT
-    dest.mkdir(parents=True)
-    nbformat.write(nb, dest / f"{lb.ASSIGNMENT}.ipynb")
 
 
 @pytest.fixture()
 def course(tmp_path: Path) -> Path:
-    _graded(tmp_path, "ann", _record([1.00, 0.99, 1.01, 1.02], 0.006))
-    _graded(tmp_path, "ben", _record([0.995, 0.985, 1.005, 1.015], 0.006))    # 0.5 % behind ann: noise
-    _graded(tmp_path, "cat", _record([0.90, 0.90, 0.92, 0.92], 0.004))        # clearly behind ben
-    _graded(tmp_path, "dan", _record([0.80, 0.80, 0.80, 0.80], None))         # an old record: no intervals
+    graded_notebook(tmp_path, "ann", _record([1.00, 0.99, 1.01, 1.02], 0.006))
+    graded_notebook(tmp_path, "ben", _record([0.995, 0.985, 1.005, 1.015], 0.006))    # 0.5 % behind ann: noise
+    graded_notebook(tmp_path, "cat", _record([0.90, 0.90, 0.92, 0.92], 0.004))        # clearly behind ben
+    graded_notebook(tmp_path, "dan", _record([0.80, 0.80, 0.80, 0.80], None))         # an old record: no intervals
     return tmp_path
 
 
@@ -83,6 +71,6 @@ def test_an_interval_that_does_not_hold_its_ratio_is_ignored(tmp_path: Path) -> 
     record["runs"][0].update(ratio_low=1.2, ratio_high=1.3)                  # forged or garbled
     record["runs"][1]["ratio_low"] = "x"
     assert set(lb.intervals_of(record)) == {(8192, "float16"), (8192, "bfloat16")}
-    _graded(tmp_path, "eve", lb.PREFIX + json.dumps(record) + "\n")
+    graded_notebook(tmp_path, "eve", lb.PREFIX + json.dumps(record) + "\n")
     (e,) = lb.collect(tmp_path)
     assert e.score_range is None and e.range_at(8192) == pytest.approx((0.99, 1.01))

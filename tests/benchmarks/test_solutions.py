@@ -20,12 +20,16 @@ def bench():
     return module
 
 
-def test_default_plan_covers_every_kernel_shape_and_dtype(bench) -> None:
-    kernels, shapes, dtypes = bench.plan(bench.parse_args([]))
+def test_default_plan_covers_every_kernel_shape_dtype_and_method(bench) -> None:
+    args = bench.parse_args([])
+    kernels, shapes, dtypes = bench.plan(args)
     names = [n for _, n in kernels]
-    assert names[:4] == ["gemm05_cpp", "gemm05_dsl", "gemm06_cpp", "gemm06_dsl"]
-    assert names == [n for _, n in bench.KERNELS] and {"hopper_pipelined", "hopper_ws"} <= set(names)
-    assert shapes == [(4096,) * 3, (8192,) * 3] and dtypes == ["float16", "bfloat16"]
+    assert names[:5] == ["cublas", "gemm05_cpp", "gemm05_dsl", "gemm06_cpp", "gemm06_dsl"]
+    assert names[1:] == [n for _, n in bench.KERNELS] and {"hopper_pipelined", "hopper_ws"} <= set(names)
+    assert shapes == [(4096,) * 3, (6144,) * 3, (8192,) * 3] and dtypes == ["float16", "bfloat16"]
+    assert bench.methods_of(args) == ["flushed", "nvidia"]
+    refs = bench.plan(bench.parse_args(["--cutlass", "c", "--fastcu", "f"]))[0]
+    assert [n for a, n in refs[:3]] == ["cublas", "cutlass_persistent", "fastcu_12"] and refs[1][0] is None
 
 
 def test_quick_and_only(bench) -> None:
@@ -33,6 +37,9 @@ def test_quick_and_only(bench) -> None:
     kernels, shapes, dtypes = bench.plan(args)
     assert [n for _, n in kernels] == ["gemm05_dsl", "gemm06_cpp"]
     assert shapes == [(4096,) * 3] and dtypes == ["float16"] and args.out == Path("x")
+    assert bench.methods_of(args) == ["flushed"]
+    sized = bench.parse_args(["--sizes", "2048,4096", "--methods", "nvidia"])
+    assert bench.plan(sized)[1] == [(2048,) * 3, (4096,) * 3] and bench.methods_of(sized) == ["nvidia"]
 
 
 def test_bad_arguments_are_refused(bench) -> None:
@@ -42,6 +49,9 @@ def test_bad_arguments_are_refused(bench) -> None:
         bench.parse_args(["--set", "gemm06_cpp:STAGES"])
     with pytest.raises(SystemExit):
         bench.parse_args(["--set", "nope:STAGES=3"])
+    for bad in (["--methods", "cutlass"], ["--sizes", "4k"], ["--sizes", "0"], ["--budget-s", "-1"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)
     args = bench.parse_args(["--set", "gemm06_cpp:STAGES=5", "--set", "gemm06_cpp:BK=32", "--set", "gemm06_dsl:BN=128"])
     assert args.overrides == {"gemm06_cpp": {"STAGES": 5, "BK": 32}, "gemm06_dsl": {"BN": 128}}
 
@@ -76,10 +86,14 @@ def test_convention_from_signature(bench) -> None:
 def test_markdown_table(bench) -> None:
     ok = bench.KernelReport("gemm06_cpp", "06_pipelining", first_call_s=12.3, correct={"float16": True})
     ok.rows.append(bench.Row("gemm06_cpp", (4096, 4096, 4096), "float16", 450.0, 690.0, 450 / 690))
+    ok.rows.append(bench.Row("gemm06_cpp", (4096, 4096, 4096), "float16", 455.0, 680.0, 455 / 680, method="nvidia",
+                             sm_clock_mhz=1710, power_w=699, cublas_sm_clock_mhz=1695, cublas_power_w=700))
     skipped = bench.KernelReport("gemm05_dsl", "05_global_gemm", status="skipped", reason="no cell")
     text = bench.markdown([ok, skipped], "GPU X")
-    assert ("| gemm06_cpp | tn | 4096×4096×4096 | float16 | 450.0 | 690.0 | 0.652 | - | - | - | float16: yes "
-            "| 12.3 s |") in text
+    assert ("| gemm06_cpp | tn | 4096×4096×4096 | float16 | flushed | 450.0 | 690.0 | 0.652 | - | - | - | float16: yes "
+            "| 12.3 s | - |") in text
+    assert "| nvidia | 455.0 | 680.0 | 0.669 |" in text and "| 1,710/1,695 MHz 699/700 W |" in text
+    assert [r.key for r in ok.rows] == ["4096x4096x4096 float16", "4096x4096x4096 float16 nvidia"]
     assert "skipped: no cell" in text
 
 

@@ -33,15 +33,15 @@ class FakeBackend:
     def __init__(self, scale: dict[str, float], wrong: tuple[str, ...] = ()):
         self.scale, self.wrong, self.calls = scale, wrong, []
 
-    def first_call(self, fn, convention, shape):
-        self.calls.append(("first", shape))
+    def first_call(self, fn, convention, shape, dtype):
+        self.calls.append(("first", shape, dtype))
 
     def check(self, fn, convention, dtype, shapes):
         name = getattr(fn, "__name__", "")
         return name not in self.wrong, f"check of {name}"
 
-    def bench(self, fn, shape, convention, dtype, label):
-        self.calls.append(("bench", label, shape, dtype))
+    def bench(self, fn, shape, convention, dtype, label, method="flushed"):
+        self.calls.append(("bench", label, shape, dtype, method))
         ratios = [r * self.scale.get(label, 1.0) for r in ROUND_RATIOS]
         kernel = [[0.2, 0.2, 0.2] for _ in ratios]
         cublas = [[0.2 * r] * 3 for r in ratios]
@@ -53,7 +53,7 @@ def _gemm(A, B, D):
 
 
 def _args(bench, tmp_path: Path, *extra: str):
-    return bench.parse_args(["--quick", "--best", str(tmp_path / "best.json"), *extra])
+    return bench.parse_args(["--quick", "--best", str(tmp_path / "best.json"), "--out", str(tmp_path / "out"), *extra])
 
 
 def test_rows_carry_intervals_and_stand_beside_the_previous_best(bench, tmp_path, monkeypatch) -> None:
@@ -99,13 +99,13 @@ def test_a_wrong_kernel_is_not_timed_and_the_table_says_so(bench, tmp_path, monk
 
 def test_the_committed_best_file_is_well_formed(bench) -> None:
     best = bench.load_best(bench.BEST)
-    names = {n for _, n in bench.KERNELS} | {"cutlass_persistent"}
+    names = {n for _, n in bench.KERNELS} | set(bench.REFERENCES)
     for device, kernels in best["devices"].items():
         for kernel, rows in kernels.items():
             assert kernel in names, kernel
             for key, row in rows.items():
-                shape, dtype = key.split()
-                assert len(shape.split("x")) == 3 and dtype in bench.DTYPES
+                shape, dtype, *method = key.split()
+                assert len(shape.split("x")) == 3 and dtype in bench.DTYPES and method in ([], ["nvidia"])
                 assert 0 < row["ratio"] < 10 and row["date"]
                 if row.get("ratio_low") is not None:
                     assert row["ratio_low"] <= row["ratio"] <= row["ratio_high"]
