@@ -243,8 +243,18 @@ def full_log(exc: BaseException) -> str:
     return strip_ansi("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
 
 
-def _source_of(filename: str) -> str:
-    return "".join(linecache.getlines(filename))
+def _function_so_far(filename: str, line: int) -> str:
+    """The lines of the function that holds ``line``, from its ``def`` down to ``line``: what an explanation
+    may read (e.g. whether a missing name was assigned earlier in the same function, inside a branch)."""
+    lines = linecache.getlines(filename)[:line]
+    if not lines:
+        return ""
+    indent = len(lines[-1]) - len(lines[-1].lstrip())
+    for start in range(len(lines) - 1, -1, -1):
+        text = lines[start]
+        if text.lstrip().startswith(("def ", "async def ")) and len(text) - len(text.lstrip()) < indent:
+            return "".join(lines[start:])
+    return "".join(lines)
 
 
 def _located(exc: BaseException, fn: Callable) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
@@ -292,7 +302,7 @@ def to_compile_error(exc: BaseException, fn: Callable, arch: str) -> CompileErro
     if made:
         made_source = linecache.getline(made[0], made[1]).strip()
         lines.append(f"The value is made at {place(*made)}" + (f": {made_source}" if made_source else "."))
-    explanation = explain(_text_of(exc), _source_of(at[0]) if at else "")
+    explanation = explain(_text_of(exc), _function_so_far(*at) if at else "")
     if explanation:
         lines.append(str(explanation))
     elif hint := _dsl_hint(exc):

@@ -48,6 +48,14 @@ CASES = [
         tx, _, _ = cute.arch.thread_idx()
         mD[tx] = mA[tx] * scale_factor  # <-
         '''), "a name that is not defined"),
+    ("a name defined only in another function", kernel('''
+        tx, _, _ = cute.arch.thread_idx()
+        mD[tx] = mA[tx] * scale  # <-
+        ''', before='''
+        def helper():
+            scale = 2.0
+            return scale
+        '''), "a name that is not defined"),
     ("a value carried out of its branch in a dict", kernel('''
         tx, _, _ = cute.arch.thread_idx()
         if tx < 16:
@@ -139,6 +147,10 @@ def run(mA: cute.Tensor, mD: cute.Tensor):
 ]
 
 
+#: The kernel whose value escapes its branch through a dict (the "operand does not dominate" case).
+ESCAPE = next(source for name, source, _ in CASES if name == "a value carried out of its branch in a dict")
+
+
 def _load(path: Path, source: str):
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(f"gemmlab_test_explain_{path.stem}", path)
@@ -171,7 +183,7 @@ def test_each_common_error_names_the_line_and_says_what_to_change(case: str, sou
 
 
 def test_a_value_carried_out_of_a_branch_also_says_where_it_was_made(tmp_path: Path) -> None:
-    source = CASES[2][1]
+    source = ESCAPE
     module = _load(tmp_path / "escape.py", source)
     with pytest.raises(CompileError) as info:
         dsl.compile(module.run, torch.empty(32), torch.empty(32), arch="sm_90a")
@@ -190,12 +202,12 @@ def test_in_a_notebook_the_line_is_named_by_its_cell(shell) -> None:
     """A kernel defined in a cell: the message says "line L of cell [n]", never IPython's file name for it."""
     shell.run_cell(HEAD + "import torch, gemmlab\n", store_history=True)
     defined = shell.execution_count                           # the number the next cell gets
-    shell.run_cell(CASES[2][1], store_history=True)          # the dict escape, defined in cell [defined]
+    shell.run_cell(ESCAPE, store_history=True)          # the dict escape, defined in cell [defined]
     shell.run_cell(
         "try:\n    gemmlab.dsl.compile(run, torch.empty(32), torch.empty(32), arch='sm_90a')\n"
         "except gemmlab.CompileError as err:\n    MESSAGE = str(err)\n", store_history=True)
     message = shell.user_ns["MESSAGE"]
-    use, _ = _marked_line(CASES[2][1])
+    use, _ = _marked_line(ESCAPE)
     assert f"failed at line {use} of cell [{defined}]:" in message, message
     assert f"The value is made at line {use - 1} of cell [{defined}]" in message, message
     assert "ipython-input" not in message and "ipykernel" not in message, message
