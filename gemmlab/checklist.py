@@ -66,13 +66,18 @@ _STEPS = (
          "Which instruction does the multiply-adds?",
          (Choice("UniversalFMA (FMA)", "any GPU and type, 1 thread, 1x1x1; DSL MmaUniversalOp; when no tensor core applies"),
           Choice("mma.sync 16x8x16 (SM80)", "sm_80 and later, fp16/bf16: one warp, operands in registers; DSL warp.MmaF16BF16Op"),
-          Choice("wgmma 64xNx16 (SM90)", "sm_90a only: a warpgroup (128 threads), operands from shared memory; DSL warpgroup.MmaF16BF16Op"),
+          Choice("wgmma 64xNx16 (SM90)", "sm_90a only: a warpgroup (128 threads), B from shared memory, A from shared memory or registers; DSL warpgroup.MmaF16BF16Op"),
           Choice("tcgen05 UMMA (SM100)", "sm_100a: one thread issues it, the accumulator lives in tensor memory")),
          "The GPU's architecture and the input/accumulator types; the atom fixes the A, B, C TV layouts.",
          ("04", "07")),
     Step(3, "tiled mma", "TiledMMA",
          "How do atoms cover the CTA tile: how many atoms (warps) along M and N, and where do repeats go?",
-         (Choice("atoms layout, e.g. (2,2,1)", "threads per CTA = atoms x threads per atom"),
+         (Choice("atoms layout, e.g. (2,2,1)",
+                 "threads per CTA = atoms x threads per atom. With 4 warps, (2,2,1) gives each warp a (BM/2)x(BN/2) "
+                 "block and (4,1,1) a (BM/4)xBN strip of whole rows; the accumulators per thread are the same, but "
+                 "a square warp block reads fewer operand bytes from shared memory per MMA (for a 128x128 tile "
+                 "64+64 rows of A and B a warp per k-step, against 32+128), so prefer (2,2,1) unless the tile is "
+                 "too narrow to split along N or whole rows per warp matter (e.g. a row-wise epilogue)"),
           Choice("integer permutation, e.g. (64,64,16)", "sets the tile one step covers; repeats interleave"),
           Choice("layout permutation, e.g. M (16,2,2):(1,32,16)", "also says where repeats go: contiguous blocks, wider vectors"),
           Choice("CTA tile BM x BN x BK", "arithmetic intensity against registers (BM*BN/threads accumulators each)")),
@@ -92,7 +97,7 @@ _STEPS = (
           Choice("cp.async (SM80)", "global -> shared without registers, asynchronous: enables a pipeline"),
           Choice("TMA (SM90)", "one thread copies a whole swizzled box, completion counted by an mbarrier"),
           Choice("ldmatrix (SM75)", "shared -> registers straight into MMA fragments (make_tiled_copy_A/B)")),
-         "The architecture, the operands' alignment, the atom's fragments (wgmma reads shared memory itself).",
+         "The architecture, the operands' alignment, the atom's fragments (wgmma reads its shared-memory operands itself).",
          ("02", "04", "05", "06", "07")),
     Step(6, "pipeline", "Pipeline",
          "How do copies of the next k-tiles overlap the math on this one?",

@@ -18,10 +18,12 @@ import inspect
 import os
 import random
 import re
+import time
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, TypeVar
 
-from .errors import GemmlabError, LaunchError
+from .errors import CompileTimeoutError, GemmlabError, LaunchError
 from .gpu import current_arch, has_gpu
 from .judge.answers import Answer, DslAnswer
 
@@ -81,6 +83,7 @@ def setup() -> Session:
     """
     warnings.filterwarnings("ignore")
     _UNCHECKED.clear()     # a fresh run of the notebook starts a fresh tally of unchecked points
+    _BUILDS.clear()        # ... and forgets why options did not build
     session = Session(has_gpu(), arch())
     print(f"GPU usable: {session.gpu}; kernels compile for {session.arch}")
     return session
@@ -117,15 +120,17 @@ def gpu_or_compile_only(what: str, pool: bool = False) -> bool:
     if _pool_runs_it(pool):
         print(f"No GPU here: {what} runs on the class's GPU pool.")
         return True
+    elsewhere = " or on your class's GPU pool (`gemmlab.connect(url, token)`)" if pool and _pool_offered() else ""
     print(f"No GPU on this machine: {what} was compiled for {FALLBACK_ARCH} but not run. "
-          "On a GPU machine this cell runs it and checks the result.")
+          f"On a GPU machine{elsewhere} this cell runs it and checks the result.")
     return False
 
 
 # ---------------------------------------------------------------- graded tests that need a GPU
 
-#: Graded tests that could not run here: what they check -> their points (see ``gpu_graded``).
-_UNCHECKED: dict[str, int] = {}
+#: Graded tests that could not run here: what they check -> (their points, whether the class's GPU pool could
+#: run them) (see ``gpu_graded``).
+_UNCHECKED: dict[str, tuple[int, bool]] = {}
 
 
 class GpuTestNotChecked(GemmlabError, AssertionError):
@@ -151,48 +156,72 @@ def gpu_graded(points: int, what: str, pool: bool = False) -> bool:
         _UNCHECKED.pop(what, None)
         print(f"No GPU here: {what} runs on the class's GPU pool (the results name its GPU).")
         return True
-    _UNCHECKED[what] = points
+    _UNCHECKED[what] = (points, pool)
     head = f"NOT CHECKED ({points} point{'s' if points != 1 else ''}): {what} needs a GPU"
     if os.environ.get(VALIDATING_ENV) == "1":
         raise GpuTestNotChecked(
             f"{head}, and this machine has none, so Validate cannot check it: the kernel only compiled, and "
             "this says nothing about its results or its speed. The graders' GPU checks it; the notebook's "
-            f"other tests are checked here.{_shared_gpu_note()}")
+            f"other tests are checked here.{_where_it_can_run(pool)}")
     print(f"{head}, and there is none here. The kernel only compiled; a pass of this cell says nothing about "
-          f"its results or its speed. The graders' GPU checks it.{_shared_gpu_note()}")
+          f"its results or its speed. The graders' GPU checks it.{_where_it_can_run(pool)}")
     return False
 
 
 def unchecked_points() -> dict[str, int]:
     """The graded tests this session could not check for want of a GPU, with their points."""
-    return dict(_UNCHECKED)
+    return {what: points for what, (points, _) in _UNCHECKED.items()}
 
 
 def unchecked_summary(total_points: int) -> int:
     """Print how many of the notebook's ``total_points`` its GPU tests left unchecked here; return that count.
     The last cell of every notebook with GPU tests calls it, so a run without a GPU ends with the number."""
-    missing = sum(_UNCHECKED.values())
+    missing = sum(points for points, _ in _UNCHECKED.values())
     if not missing:
         print(f"No GPU test of this notebook's {total_points} points was left unchecked for want of a GPU "
               "(a test that stopped earlier, e.g. because no option built, failed: see its cell).")
         return 0
     print(f"{missing} of {total_points} points were NOT checked: no GPU here. Not checked: "
-          + "; ".join(f"{what} ({points})" for what, points in _UNCHECKED.items())
+          + "; ".join(f"{what} ({points})" for what, (points, _) in _UNCHECKED.items())
           + f". The other {total_points - missing} points were checked. Validate fails the GPU tests it "
-          f"cannot check here, naming their points; the graders' GPU checks them.{_shared_gpu_note()}")
+          f"cannot check here, naming their points; the graders' GPU checks them.{_pool_summary()}")
     return missing
 
 
-def _shared_gpu_note() -> str:
-    """A pointer to a shared GPU, only where this gemmlab offers one (``gemmlab.connect``)."""
+def _pool_offered() -> bool:
+    """Whether this gemmlab can send work to a class's GPU pool (``gemmlab.connect``)."""
     import gemmlab
 
-    if getattr(gemmlab, "connect", None) is None:
+    return getattr(gemmlab, "connect", None) is not None
+
+
+def _where_it_can_run(pool: bool) -> str:
+    """Where one unchecked test could run instead, true of that test: the class's GPU pool runs a test whose
+    GPU work is all check_gemm/bench_gemm/check_copy/bench_copy (``pool=True``); any other needs a GPU here."""
+    if not _pool_offered():
         return ""
-    return (" If your class runs a shared GPU pool, `gemmlab.connect(url, token)` runs `gemmlab.check_gemm`, "
-            "`gemmlab.bench_gemm` and the GEMM correctness tests built on them there (C++ and CuTe DSL kernels); "
-            "tests that launch kernels themselves (copies, transposes, faults) still need a local GPU (or the "
-            "grader's).")
+    if pool:
+        return (" If your class runs a GPU pool, this test runs there: call `gemmlab.connect(url, token)` (your "
+                "instructor gives both) and run this cell again.")
+    return (" This test launches kernels itself, so the class's GPU pool cannot run it: it needs a GPU on this "
+            "machine (or the graders').")
+
+
+def _pool_summary() -> str:
+    """Which of the unchecked points the class's GPU pool could check, and which need a GPU here."""
+    if not _pool_offered():
+        return ""
+    on_pool = [what for what, (_, pool) in _UNCHECKED.items() if pool]
+    here = [what for what, (_, pool) in _UNCHECKED.items() if not pool]
+    if not on_pool:
+        return " These tests launch kernels themselves: they need a GPU on this machine (the class's pool cannot run them)."
+    points = sum(_UNCHECKED[what][0] for what in on_pool)
+    which = "All of them" if not here else f"{len(on_pool)} of them ({points} points)"
+    note = (f" {which} can run on your class's GPU pool, if it has one: call `gemmlab.connect(url, token)` and "
+            "run the notebook again.")
+    if here:
+        note += " The others (" + "; ".join(here) + ") launch kernels themselves and need a GPU on this machine."
+    return note
 
 
 def ask(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -255,26 +284,79 @@ def ceilings_or_illustration() -> Any:
 
 # ---------------------------------------------------------------- building the two front-ends' kernels
 
+@dataclass
+class _Build:
+    """The last build of one option in this session: what it built and, unless it built, why not."""
+
+    kernel: str                  # the launcher's name, e.g. "cta_cpp"
+    why_not: str                 # "" once built
+    started: float = 0.0         # time.monotonic() when its compile started (a compile still running)
+
+
+#: Option letter ("A", "B") -> its last build_option call (see ``built_options``).
+_BUILDS: dict[str, _Build] = {}
+#: Lines of a compile error quoted where a test reports why an option did not build.
+_ERROR_LINES = 4
+
+
 def build_option(option: str, fn: Fn, build: Callable[[], Any], todo: str = "") -> Fn | None:
     """``fn`` once ``build()`` has compiled its kernel, else None and a line saying why.
 
     ``option`` is "A" (CuTe C++) or "B" (CuTe DSL); a student needs only one of them, so a
     missing or failing option is reported, never raised. ``todo`` names what still holds the
     exercise placeholder ("" when nothing does). ``build`` returns the compiled kernel, whose
-    summary (a DSL kernel) or resources (a C++ kernel) is printed.
+    summary (a DSL kernel) or resources (a C++ kernel) is printed. Why an option did not build is
+    kept, so that a test that finds no option built can say it (Validate shows only the failing test).
     """
     other = {"A": "option B", "B": "option A"}[option]
+    name = getattr(fn, "__name__", "the kernel")
     if todo:
+        _BUILDS[option] = _Build(name, f"not written yet: {todo} still holds the '# YOUR CODE HERE' placeholder")
         print(f"Option {option} not built: {todo} still holds the '# YOUR CODE HERE' placeholder "
               f"(fine if you do {other}).")
         return None
+    record = _BUILDS[option] = _Build(name, "its build cell was stopped while compiling", time.monotonic())
     try:
         kernel = build()
     except (GemmlabError, NotImplementedError) as err:
+        record.why_not = _why_not_built(err)
         print(f"Option {option} did not compile (fine if you do {other}):\n", err)
         return None
+    except KeyboardInterrupt:
+        record.why_not = (f"its build cell was interrupted {time.monotonic() - record.started:.0f} s into the compile, "
+                          "before it finished (a cell's time limit, e.g. Validate's, or Kernel > Interrupt): run "
+                          "that cell again and let it finish")
+        raise
+    except BaseException as err:
+        record.why_not = f"its build cell failed with {type(err).__name__}: {str(err).strip()[:300]}"
+        raise
+    record.why_not = ""
     print(kernel.summary() if hasattr(kernel, "summary") else kernel.resources)
     return fn
+
+
+def _why_not_built(err: BaseException) -> str:
+    """One option's reason, for the test that finds nothing built: not written, stopped by the compile's time
+    limit, or the first lines of its compile error."""
+    if isinstance(err, NotImplementedError):
+        return "not written yet: a function it calls still raises NotImplementedError (the exercise placeholder)"
+    if isinstance(err, CompileTimeoutError):
+        return f"its compile was stopped by the time limit: {err}"
+    lines = str(err).strip().splitlines()
+    quoted = "\n    ".join(lines[:_ERROR_LINES]) + ("\n    ..." if len(lines) > _ERROR_LINES else "")
+    return f"did not compile ({type(err).__name__}):\n    {quoted}"
+
+
+def _build_report(option: str) -> str:
+    """Why ``option`` did not build, from its last build_option call in this session."""
+    record = _BUILDS.get(option)
+    if record is None:
+        return (f"option {option}: its build cell has not run in this session (run the notebook from the top, or "
+                "that cell)")
+    if not record.why_not:
+        return (f"option {option}: `{record.kernel}` built, but the variable this test reads is None: run its "
+                "build cell again")
+    return f"option {option} (`{record.kernel}`): {record.why_not}"
 
 
 def available_options(cpp: Fn | None, dsl: Fn | None) -> dict[str, Fn]:
@@ -286,8 +368,9 @@ def built_options(what: str, cpp: Fn | None, dsl: Fn | None) -> dict[str, Fn]:
     """``available_options``, or CheckFailed if neither option built: a test needs at least one."""
     built = available_options(cpp, dsl)
     if not built:
-        raise CheckFailed(f"Neither option built {what}: finish the marked part of option A or option B and "
-                          "read the message printed under its build cell.")
+        raise CheckFailed(f"Neither option built {what}. Why, from each option's last build in this session:\n- "
+                          + "\n- ".join(_build_report(option) for option in ("A", "B"))
+                          + "\nFinish the marked part of option A or option B; the full message is under its build cell.")
     return built
 
 

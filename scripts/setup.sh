@@ -1,29 +1,81 @@
 #!/usr/bin/env bash
 # Create .venv and install gemmlab with everything the course and the tests need.
 # Needs only Python >= 3.10 and pip: the CUDA compiler and headers come as pip wheels.
-# Safe to run again: an existing .venv is reused and only what is missing is installed.
+# Safe to run again: an existing .venv is reused, and pip runs only when the install is not current:
+# after a successful install a stamp in .venv records a hash of pyproject.toml, this script, the
+# Python and the checkout's path; while it matches (and gemmlab is still installed), pip is skipped.
+#   bash scripts/setup.sh [--with-browser]   # install what is missing or out of date
+#   bash scripts/setup.sh --check            # exit 0 if the install is current, 1 if not; installs nothing
+#   GEMMLAB_REINSTALL=1 bash scripts/setup.sh  # run pip even if the stamp says current
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
-fi
 PY=.venv/bin/python
-"$PY" -m pip install --quiet --upgrade pip
+STAMP=.venv/.gemmlab-setup-stamp
+LOG=.venv/setup.log
+EXTRAS="test,grade"
+
+# The hash the stamp holds: what decides whether the install is current.
+install_hash() {
+  "$PY" - "$PWD" "$EXTRAS" <<'EOF'
+import hashlib, pathlib, sys
+h = hashlib.sha256()
+for part in (pathlib.Path("pyproject.toml").read_bytes(), pathlib.Path("scripts/setup.sh").read_bytes(),
+             sys.version.encode(), sys.argv[1].encode(), sys.argv[2].encode()):
+    h.update(hashlib.sha256(part).digest())
+print(h.hexdigest())
+EOF
+}
+
+# Current: a venv, a stamp that matches, and gemmlab still installed in it (and torch, below).
+is_current() {
+  [ -z "${GEMMLAB_REINSTALL:-}" ] && [ -x "$PY" ] && [ -f "$STAMP" ] \
+    && [ "$(cat "$STAMP")" = "$(install_hash)" ] \
+    && "$PY" -c "import importlib.metadata as m; m.version('gemmlab')" >/dev/null 2>&1
+}
 
 # torch is not pinned in pyproject.toml, so that a GPU machine keeps its CUDA build and a
-# CPU machine can keep a CPU build. Install one only when none is there yet.
-if ! "$PY" -c "import torch" 2>/dev/null; then
-  if command -v nvidia-smi >/dev/null 2>&1; then
-    "$PY" -m pip install --quiet torch
-  else
-    # No GPU: this release is available as a CPU build on machines that provide one locally.
-    "$PY" -m pip install --quiet "torch==${GEMMLAB_CPU_TORCH:-2.13.0}"
-  fi
+# CPU machine can keep a CPU build. One is installed only when none is there yet (a look-up, no import).
+has_torch() {
+  "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)" 2>/dev/null
+}
+
+if [ "${1:-}" = "--check" ]; then
+  if is_current && has_torch; then exit 0; else exit 1; fi
 fi
 
-"$PY" -m pip install --quiet -e ".[test,grade]"
+if is_current && has_torch; then
+  installed=0
+else
+  installed=1
+  if [ ! -x "$PY" ]; then
+    "$PYTHON" -m venv .venv
+  fi
+  rm -f "$STAMP"
+  echo "Installing gemmlab and what it needs into .venv (the first time takes minutes; pip's log: $LOG)..."
+  : > "$LOG"
+  # pip's output goes to the log and is shown only when pip fails.
+  pip_quietly() {
+    if ! "$PY" -m pip "$@" >>"$LOG" 2>&1; then
+      echo "pip $* failed; its log ($LOG) ends:" >&2
+      tail -n 40 "$LOG" >&2
+      exit 1
+    fi
+  }
+  pip_quietly install --quiet --upgrade pip
+  if ! has_torch; then
+    if command -v nvidia-smi >/dev/null 2>&1; then
+      pip_quietly install --quiet torch
+    else
+      # No GPU: this release is available as a CPU build on machines that provide one locally.
+      pip_quietly install --quiet "torch==${GEMMLAB_CPU_TORCH:-2.13.0}"
+    fi
+  fi
+  pip_quietly install --quiet -e ".[$EXTRAS]"
+  install_hash > "$STAMP"
+fi
+
 # The grader sandboxes submissions with bubblewrap: install it where we may (root, apt).
 if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q bubblewrap >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; } \
@@ -49,4 +101,6 @@ if [ "${1:-}" = "--with-browser" ] && [ -z "${GEMMLAB_CHROMIUM:-}" ] \
   fi
 fi
 # nbgrader's lab extension and widgets render without a rebuild in JupyterLab 4.
-echo "gemmlab is installed in .venv ($("$PY" -c 'import gemmlab; print(gemmlab.__version__)'))."
+if [ "$installed" = 1 ]; then
+  echo "gemmlab is installed in .venv ($("$PY" -c 'import gemmlab; print(gemmlab.__version__)'))."
+fi

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from ..errors import CompileError
 
-__all__ = ["CellLine", "annotate", "cell_line", "notebook_cells"]
+__all__ = ["CellLine", "annotate", "cell_line", "cell_of_file", "notebook_cells"]
 
 # A triple-quoted string literal with an optional prefix (r, b, u, rb ...; f-strings are skipped:
 # their text is not the value).
@@ -75,6 +75,21 @@ def notebook_cells() -> list[tuple[str, str]]:
     if not history:
         return []
     return [(f"[{count}]", text) for count, text in reversed(list(enumerate(history))) if count and text]
+
+
+def cell_of_file(filename: str) -> str | None:
+    """The label "[n]" JupyterLab shows beside cell ``n``, for the file IPython compiled that cell into
+    (``/tmp/ipykernel_…/….py`` under Jupyter); None for any other file, and outside IPython."""
+    ipython_module = sys.modules.get("IPython")
+    shell = ipython_module.get_ipython() if ipython_module is not None else None
+    format_code_name = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    if format_code_name is None:
+        return None
+    named = format_code_name(filename)       # ("Cell", "In[12]") for a cell's file, else None
+    if not named:
+        return None
+    match = re.fullmatch(r"In\[(\d+)\]", named[1])
+    return f"[{match.group(1)}]" if match else None
 
 
 def annotate(error: CompileError, source: str, program: str,

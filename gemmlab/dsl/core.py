@@ -32,7 +32,7 @@ from ..runtime.streams import default_stream_joined, synchronize
 from ..timing_lock import compiling
 from . import convert
 from .env import load
-from .errors import headline, to_compile_error
+from .errors import headline, needs_line_info, to_compile_error
 from .launch_config import dynamic_smem_bytes
 from .launch_messages import first_launch
 
@@ -185,6 +185,24 @@ def _read_text(value: Any) -> str:
 _DYNAMIC_SMEM = ".extern .shared"
 
 
+#: The DSL's compile option that keeps Python locations in the IR (so a verifier error can name a line).
+_LINE_INFO = "--generate-line-info"
+
+
+def _located_error(exc: Exception, fn: Callable, arch: str, fake: Sequence[Any], opts: str) -> GemmlabError:
+    """The CompileError for ``exc``; a verifier error that names no line of the student's is compiled once
+    more with line info, whose error says which line (and, for a value carried out of a branch, where it
+    was made). The second compile's error is used only if it fails the same way."""
+    if _LINE_INFO not in opts and needs_line_info(exc, fn):
+        _, cute = load()
+        try:
+            cute.compile(fn, *fake, options=f"{opts} {_LINE_INFO}")
+        except Exception as located:  # the same error, now with its Python location
+            if headline(located) == headline(exc):
+                return to_compile_error(located, fn, arch)
+    return to_compile_error(exc, fn, arch)
+
+
 def _compile_variant(fn: Callable, arch: str, sig: tuple, values: Sequence[Any], options: str) -> Variant:
     _, cute = load()
     fake = convert.compile_args(sig, values)
@@ -198,7 +216,7 @@ def _compile_variant(fn: Callable, arch: str, sig: tuple, values: Sequence[Any],
     except GemmlabError:
         raise
     except Exception as exc:  # the DSL's errors, MLIR's and the student's own Python errors alike
-        raise to_compile_error(exc, fn, arch) from None
+        raise _located_error(exc, fn, arch, fake, opts) from None
     finally:
         seconds = time.perf_counter() - start
     try:

@@ -35,6 +35,13 @@ def test_the_mma_atom_step_picks_by_arch_and_type() -> None:
     assert "04" in atom.notebooks and "04" in checklist.step("tiled mma").notebooks
 
 
+def test_wgmma_may_take_a_from_registers_and_the_warp_layout_choice_is_explained() -> None:
+    wgmma = next(c for c in checklist.step("mma atom").choices if c.name.startswith("wgmma"))
+    assert "A from shared memory or registers" in wgmma.when and "operands from shared memory" not in wgmma.when
+    atoms = checklist.step("tiled mma").choices[0]
+    assert "(2,2,1)" in atoms.when and "(4,1,1)" in atoms.when and "per MMA" in atoms.when   # what each gives, and why
+
+
 @pytest.mark.parametrize("name", ["copy atoms", "Copy atoms", " COPY ATOMS ", 5])
 def test_step_lookup_by_key_title_or_number(name) -> None:
     assert checklist.step(name).key == "copy atoms"

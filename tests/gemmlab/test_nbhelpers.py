@@ -72,15 +72,98 @@ def test_build_option_reports_instead_of_raising(capsys) -> None:
     assert "42 registers" in capsys.readouterr().out
 
 
-def test_built_options_names_what_built_and_fails_like_an_assert_when_nothing_did() -> None:
+def test_built_options_names_what_built_and_fails_like_an_assert_when_nothing_did(monkeypatch) -> None:
     def cpp() -> None:
         pass
 
+    monkeypatch.setattr(nbh, "_BUILDS", {})
     assert nbh.available_options(None, None) == {}
     assert nbh.built_options("a GEMM kernel", cpp, None) == {"C++ (option A)": cpp}
     with pytest.raises(AssertionError, match="Neither option built a GEMM kernel") as err:
         nbh.built_options("a GEMM kernel", None, None)
     assert isinstance(err.value, GemmlabError)
+    assert "option A: its build cell has not run in this session" in str(err.value)
+
+
+def _no_option_built(capsys) -> str:
+    with pytest.raises(nbh.CheckFailed) as err:
+        nbh.built_options("the CTA kernel", None, None)
+    capsys.readouterr()
+    return str(err.value)
+
+
+def test_a_test_that_finds_no_option_built_says_why_each_did_not(monkeypatch, capsys) -> None:
+    """Validate shows only the failing test, not the build cells' output: the test itself must say why each
+    option did not build (not written, a compile error, the compile's time limit, an interrupted compile)."""
+    def cta_cpp() -> None:
+        pass
+
+    def cta_dsl() -> None:
+        pass
+
+    monkeypatch.setattr(nbh, "_BUILDS", {})
+    nbh.build_option("A", cta_cpp, build=lambda: 1 / 0, todo="CTA_CPP")
+
+    def broken() -> None:
+        raise gemmlab.CompileError("CuTe DSL compile of `cta_gemm_dsl` failed at line 9 of cell [12]:\n"
+                                   "    acc = 0\nwhat it means\nwhat to change\nmore\nand more")
+
+    nbh.build_option("B", cta_dsl, build=broken)
+    message = _no_option_built(capsys)
+    assert "option A (`cta_cpp`): not written yet: CTA_CPP still holds the '# YOUR CODE HERE' placeholder" in message
+    assert "option B (`cta_dsl`): did not compile (CompileError):" in message and "line 9 of cell [12]" in message
+    assert "and more" not in message                       # a few lines of it; the rest is under the build cell
+
+    def too_slow() -> None:
+        raise gemmlab.CompileTimeoutError("Compiling 'cta_gemm' for sm_90a took longer than 120 s and was stopped.",
+                                          limit_s=120)
+
+    nbh.build_option("A", cta_cpp, build=too_slow)
+    assert "option A (`cta_cpp`): its compile was stopped by the time limit: Compiling 'cta_gemm'" in \
+        _no_option_built(capsys)
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):                 # an interrupt still stops the cell
+        nbh.build_option("A", cta_cpp, build=interrupted)
+    assert "option A (`cta_cpp`): its build cell was interrupted 0 s into the compile, before it finished" in \
+        _no_option_built(capsys)
+
+    def unwritten() -> None:
+        raise NotImplementedError
+
+    nbh.build_option("B", cta_dsl, build=unwritten)
+    assert "option B (`cta_dsl`): not written yet: a function it calls still raises NotImplementedError" in \
+        _no_option_built(capsys)
+    nbh.setup()                                            # a fresh run forgets the old reasons
+    assert "option A: its build cell has not run in this session" in _no_option_built(capsys)
+
+
+def test_a_not_checked_test_says_truly_whether_the_class_pool_can_run_it(monkeypatch, capsys) -> None:
+    """The pool runs the tests whose GPU work is all checks and timings (``pool=True``); the message of each
+    unchecked test, and the summary, say so only of those."""
+    monkeypatch.setattr(nbh, "has_gpu", lambda: False)
+    monkeypatch.setattr(nbh, "uses_pool", lambda: False)
+    monkeypatch.setattr(nbh, "_UNCHECKED", {})
+    assert not nbh.gpu_graded(4, "the copy kernel test", pool=True)
+    out = capsys.readouterr().out
+    assert "this test runs there: call `gemmlab.connect(url, token)`" in out and "cannot run it" not in out
+    assert not nbh.gpu_graded(2, "the fault demo's test")
+    out = capsys.readouterr().out
+    assert "the class's GPU pool cannot run it: it needs a GPU on this machine" in out and "runs there" not in out
+    assert nbh.unchecked_summary(10) == 6
+    summary = capsys.readouterr().out
+    assert "1 of them (4 points) can run on your class's GPU pool" in summary
+    assert "The others (the fault demo's test) launch kernels themselves" in summary
+    monkeypatch.setattr(nbh, "_UNCHECKED", {})
+    nbh.gpu_graded(4, "the copy kernel test", pool=True)
+    nbh.unchecked_summary(4)
+    assert "All of them can run on your class's GPU pool" in capsys.readouterr().out
+    assert not nbh.gpu_or_compile_only("the copy kernel", pool=True)
+    assert "On a GPU machine or on your class's GPU pool (`gemmlab.connect(url, token)`)" in capsys.readouterr().out
+    assert not nbh.gpu_or_compile_only("the fault demo")
+    assert "pool" not in capsys.readouterr().out
 
 
 def test_require_correct_passes_the_check_through_and_fails_with_the_table_and_hint(monkeypatch, capsys) -> None:
