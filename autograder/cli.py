@@ -69,7 +69,14 @@ def cmd_feedback(course: Course, args: argparse.Namespace) -> int:
     students = args.student or course.students(args.assignment)
     n = 0
     for s in students:
-        if course.write_feedback(args.assignment, s) is None:
+        try:
+            written = course.write_feedback(args.assignment, s)
+        except CourseError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one student's report never stops the others'
+            print(f"{s}: no feedback written ({type(exc).__name__}: {str(exc)[:300]})", file=sys.stderr)
+            continue
+        if written is None:
             print(f"{s}: no result for the current hand-in of {args.assignment} (autograde grades it, or says "
                   "why it could not)", file=sys.stderr)
             continue

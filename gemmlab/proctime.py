@@ -130,6 +130,13 @@ def _threads(pid: int) -> list[int]:
         return []
 
 
+def backstop_s(limit_s: float, factor: float = 5.0, extra_s: float = 300.0) -> float:
+    """Wall-clock seconds after which work limited to ``limit_s`` (of CPU, or of time not kept waiting) is stopped
+    however little it did: ``factor`` times the limit, and at least ``extra_s`` more than it. Past it, the machine
+    starved the work: the stop says so instead of blaming the work."""
+    return max(limit_s * factor, limit_s + extra_s)
+
+
 @dataclass
 class WorkClock:
     """How long work on the process trees under ``roots()`` has run, not counting the time it was kept
@@ -203,4 +210,4 @@ class WorkClock:
         return self
 
 
-__all__ = ["ProcessStat", "WorkClock", "children", "cpu_seconds", "process_stat", "tree", "tree_cpu_seconds"]
+__all__ = ["ProcessStat", "WorkClock", "backstop_s", "children", "cpu_seconds", "process_stat", "tree", "tree_cpu_seconds"]

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from ..errors import CompileError, CompileTimeoutError, GemmlabError, ToolchainError
-from ..proctime import cpu_seconds
+from ..proctime import backstop_s, cpu_seconds
 from . import cell_lines
 from .job import CompileJob
 from .record import Compiled
@@ -93,7 +93,7 @@ def set_compile_limit(seconds: float | None) -> float:
 
 def wall_backstop(limit: float) -> float:
     """Wall-clock seconds after which a compile with a CPU ``limit`` is stopped however little CPU it got."""
-    return max(limit * BACKSTOP_FACTOR, limit + BACKSTOP_MIN_EXTRA_S)
+    return backstop_s(limit, BACKSTOP_FACTOR, BACKSTOP_MIN_EXTRA_S)
 
 
 #: Longest wait for the compiler's answer between two looks at pending signals (JupyterLab's interrupt).
