@@ -11,8 +11,9 @@ used:
 - :class:`WorkClock`: wall-clock time minus the time a process tree was kept waiting in the
   scheduler's run queue (``/proc/PID/task/TID/schedstat``). Work that sleeps or waits on a GPU is
   timed as by the clock; work that wanted a CPU and did not get one is not charged for the wait.
-  A thread that lowered its own priority (a higher nice value than the tree had at the start, or a
-  batch or idle scheduling policy) is not counted as kept waiting: starving oneself buys no time.
+  A thread that lowered its own priority (a higher nice value than the process watching it, which
+  started the work, or a batch or idle scheduling policy) is not counted as kept waiting: starving
+  oneself buys no time.
 
 Linux only. Elsewhere (no ``/proc``) every reading is ``None`` and :class:`WorkClock` counts wall
 time, so callers keep the clock's meaning there.
@@ -156,10 +157,11 @@ class WorkClock:
     _last: float = 0.0
     _waits: dict = field(default_factory=dict)
     _cpu0: float | None = None
-    _nice0: int | None = None
+    _nice0: int = 0
 
     def __post_init__(self) -> None:
         self._last = self.started
+        self._nice0 = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0
         self._sample()
 
     @property
@@ -176,8 +178,6 @@ class WorkClock:
                 stat = process_stat(pid)
                 if stat is None:
                     continue
-                if self._nice0 is None:
-                    self._nice0 = stat.nice
                 cpu += stat.cpu_s
                 seen_cpu = True
                 for tid in _threads(pid):

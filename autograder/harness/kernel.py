@@ -51,6 +51,8 @@ ANSWER_S = 30.0
 LOOK_S = 0.25
 #: The largest reply to a request the grader reads (the description of the answers, a repr, escaped twice).
 SHELL_REPLY_BYTES = 4 * MAX_DESCRIPTION_CHARS
+#: How much of a cell's value (``text/plain``) is kept for its partial score whether or not its outputs are.
+RESULT_TEXT_CHARS = 256
 #: Shown once in place of the outputs a notebook sends after its kept outputs reached their total.
 NOT_KEPT = "[further output not kept: this notebook's outputs passed {mb:g} MB in all]\n"
 
@@ -67,7 +69,8 @@ class KernelStartError(RuntimeError):
 class CellRun:
     """What happened when one cell ran. ``status``: ok, error, timeout, died, output_limit, memory, not_run.
     ``seconds``: on the clock; ``active_s``: of its limit (not kept waiting for a CPU); ``kept_bytes``: the
-    size of the outputs kept."""
+    size of the outputs kept; ``result_text``: the start of its value's ``text/plain`` (a test's partial score),
+    kept even when its outputs are not."""
 
     status: str
     outputs: list = field(default_factory=list)
@@ -77,6 +80,7 @@ class CellRun:
     message: str = ""
     active_s: float = 0.0
     kept_bytes: int = 0
+    result_text: str | None = None
 
     @property
     def completed(self) -> bool:
@@ -459,6 +463,7 @@ class SandboxedKernel:
         clear_pending = False
         next_look = t0
         answered = False
+        result_text: str | None = None
         while True:
             now = time.monotonic()
             if now >= next_look:
@@ -529,6 +534,9 @@ class SandboxedKernel:
                 clear_pending = False
             if kind == "error":
                 run = CellRun("error", ename=str(content.get("ename", ""))[:200], evalue=str(content.get("evalue", "")))
+            if kind == "execute_result":
+                value = (content.get("data") or {}).get("text/plain") if isinstance(content.get("data"), dict) else None
+                result_text = value[:RESULT_TEXT_CHARS] if isinstance(value, str) else None
             if keep_bytes is not None and kept + size > keep_bytes and kind != "error":
                 if not dropped:
                     outputs.append({"output_type": "stream", "name": "stdout",
@@ -548,6 +556,7 @@ class SandboxedKernel:
                 outputs.append(out)
         if self.leftovers is not None and self.alive():
             self.leftovers.note(cell, deadline)      # what the cell started just before it ended is its, too
+        run.result_text = result_text
         run.outputs = outputs
         run.seconds = time.monotonic() - t0
         run.active_s = clock.update().active_s if run.status != "timeout" else max(clock.active_s, timeout_s)

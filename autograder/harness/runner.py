@@ -101,20 +101,17 @@ def _cell_timeout(cell: nbformat.NotebookNode, limits: Limits, students: bool = 
 
 
 def _partial_score(run: CellRun, points: float) -> float:
-    """nbgrader's partial credit: a test cell whose value is a number between 0 and its points (read only from
-    a short text: a test in the student's kernel sends what it likes)."""
-    for out in run.outputs:
-        if out.get("output_type") == "execute_result":
-            text = out.get("data", {}).get("text/plain", "")
-            if not isinstance(text, str) or len(text) > MAX_SCORE_CHARS:
-                continue
-            try:
-                value = float(ast.literal_eval(text))
-            except (ValueError, SyntaxError, TypeError, OverflowError, RecursionError, MemoryError):
-                continue
-            if 0 <= value <= points:
-                return value
-    return points
+    """nbgrader's partial credit: a test cell whose value is a number between 0 and its points. Read from the
+    value the kernel sent (kept whether or not the notebook's outputs still are, so flooding outputs cannot hide
+    a partial score) and only from a short text: a test in the student's kernel sends what it likes."""
+    text = run.result_text
+    if not isinstance(text, str) or len(text) > MAX_SCORE_CHARS:
+        return points
+    try:
+        value = float(ast.literal_eval(text))
+    except (ValueError, SyntaxError, TypeError, OverflowError, RecursionError, MemoryError):
+        return points
+    return value if 0 <= value <= points else points
 
 
 def _alive_after(kernel: SandboxedKernel, wait_s: float) -> bool:
@@ -424,7 +421,8 @@ class _NotebookGrader:
                 run = runs[sides[0]] if not graded else runs[sides[-1]]
                 if os.environ.get(PROFILE_ENV):
                     self.events.append(f"{self.name}, {label}: took " +
-                                       ", ".join(f"{r.seconds:.1f} s in the {side} kernel" for side, r in runs.items()))
+                                       ", ".join(f"{r.seconds:.1f} s ({r.active_s:.1f} s of work) in the {side} kernel"
+                                                 for side, r in runs.items()))
                 shown, published = take_published(clean_outputs(run.outputs))
                 run.outputs = shown
                 cell.outputs = shown
