@@ -284,7 +284,7 @@ class SandboxedKernel:
             tail.close_writer()
             if inherit is not None:
                 inherit.close()
-        kc = km.client()
+        kc = km.client(context=context)      # its sockets refuse an oversized frame unread (channels.client_context)
         kc.start_channels()
         proc = km.provisioner.process if km.provisioner else None
         why = self._wait_until_ready(kc, proc)
@@ -538,11 +538,17 @@ class SandboxedKernel:
                 value = (content.get("data") or {}).get("text/plain") if isinstance(content.get("data"), dict) else None
                 result_text = value[:RESULT_TEXT_CHARS] if isinstance(value, str) else None
             if keep_bytes is not None and kept + size > keep_bytes and kind != "error":
-                if not dropped:
+                room = keep_bytes - kept
+                if kind == "stream" and room > 0 and isinstance(content.get("text"), str):
+                    content = {**content, "text": content["text"][:room]}    # the start of the text that fits
+                    size = room
+                elif not dropped:
                     outputs.append({"output_type": "stream", "name": "stdout",
                                     "text": NOT_KEPT.format(mb=round(limits.notebook_output_bytes / 1e6, 1))})
                     dropped = True
-                continue
+                    continue
+                else:
+                    continue
             # Kept only when well-formed: nbformat's own conversion raises on a display of {'text/plain': 5}.
             cleaned = clean_outputs([{"output_type": kind, **{k: v for k, v in content.items() if k != "transient"}}])
             if not cleaned:
