@@ -9,8 +9,8 @@ went from 0.32 to 2.84 GB for one cell). Two bounds now hold before anything is 
 - a message's frames are read one at a time and dropped once their sum passes the channel's limit
   (:class:`MessageTooLarge`), so many frames under the frame limit cannot add up either.
 
-``last_bytes`` on a channel is the size of the message it read last: the output limit counts bytes as they
-arrive instead of measuring the parsed message again.
+``last_bytes`` on a channel is the size of the content (and buffers) of the message it read last: the output
+limit counts bytes as they arrive instead of measuring the parsed message again.
 """
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ class BoundedChannel(ZMQSocketChannel):
             raise MessageTooLarge(size, self.limit)
         try:
             _ident, message = self.session.feed_identities(frames)
+            self.last_bytes = sum(len(f) for f in message[4:])   # content and buffers, after signature and headers
             return self.session.deserialize(message)
         except (ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:
             raise UnreadableMessage(f"a message the grader cannot read ({type(exc).__name__})") from None
