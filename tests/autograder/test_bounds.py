@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 import warnings
 from pathlib import Path
 
@@ -33,19 +32,10 @@ def _solved_tiny() -> dict:
     return nb
 
 
-def _dumps(value) -> str:
-    before = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(0)
-    try:
-        return json.dumps(value)
-    finally:
-        sys.set_int_max_str_digits(before)
-
-
 # --------------------------------------------------------------------------- reading a hand-in
 def test_a_number_of_5000_digits_or_json_nested_past_the_limit_is_refused_naming_it(tmp_path: Path) -> None:
     nb = _solved_tiny()
-    for text, words in ((_dumps(dict(nb, metadata={"x": 10 ** 5000})), "4300 digits"),
+    for text, words in ((gf.dumps_big_ints(dict(nb, metadata={"x": 10 ** 5000})), "4300 digits"),
                         (json.dumps(dict(nb, metadata={"d": json.loads("[" * 150 + "]" * 150)})),
                          f"nests more than {MAX_JSON_DEPTH} levels deep"),
                         ("[" * 200_000 + "]" * 200_000, f"nests more than {MAX_JSON_DEPTH} levels deep")):
@@ -67,7 +57,7 @@ def test_nbgrader_metadata_out_of_bounds_makes_a_plain_cell_and_says_which_bound
         if change.get("points", 0) is None:
             del cell["metadata"]["nbgrader"]["points"]
         forged.append(cell)
-    cleaned = clean_notebook(json.loads(_dumps(dict(nb, cells=nb["cells"] + forged))))
+    cleaned = clean_notebook(json.loads(gf.dumps_big_ints(dict(nb, cells=nb["cells"] + forged))))
     kept = cleaned.notebook["cells"][-len(forged):]
     assert all("nbgrader" not in c["metadata"] for c in kept), kept
     notes = [r for r in cleaned.repairs if "nbgrader metadata" in r]

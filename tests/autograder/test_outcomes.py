@@ -268,18 +268,7 @@ def _hostile_metadata_and_fault_words(nb: dict) -> str:
     del forged[1]["metadata"]["nbgrader"]["points"]
     marks = {"cell_type": "markdown", "metadata": {"tags": ["mine", "mine"]}, "source": "my notes \udc80 end"}
     nb["cells"][at + 1:at + 1] = [marks, *forged]
-    return _dumps_big_ints(nb)
-
-
-def _dumps_big_ints(nb: dict) -> str:
-    import sys as _sys
-
-    before = _sys.get_int_max_str_digits()
-    _sys.set_int_max_str_digits(0)
-    try:
-        return json.dumps(nb)
-    finally:
-        _sys.set_int_max_str_digits(before)
+    return gf.dumps_big_ints(nb)
 
 
 def _describes_without_end(nb: dict) -> str:
@@ -296,7 +285,7 @@ def _describes_without_end(nb: dict) -> str:
 #: Hand-ins of notebook 00 a hostile student made: kind -> (file text from the solved notebook, tests it loses
 #: besides the GPU test, or None when it is refused, and words its refusal or an event must hold).
 HOSTILE_00 = {
-    "digits5000": (lambda nb: _dumps_big_ints(dict(nb, metadata={**nb.get("metadata", {}), "x": 7 * 10 ** 5000})),
+    "digits5000": (lambda nb: gf.dumps_big_ints(dict(nb, metadata={**nb.get("metadata", {}), "x": 7 * 10 ** 5000})),
                    None, "4300 digits"),
     "nested150": (lambda nb: json.dumps(dict(nb, metadata={"deep": json.loads("[" * 150 + "]" * 150)})), None,
                   "nests more than 100 levels"),
