@@ -12,7 +12,7 @@ from typing import Callable
 
 from . import schedule
 from .course import Course
-from .records import GradeJob, Limits, SubmissionResult
+from .records import GradeJob, Limits, SubmissionResult, writable
 
 
 @dataclass(frozen=True)
@@ -138,13 +138,13 @@ def run(course: Course, plan: Plan, workers: Workers,
     """Record the reused results, grade the jobs and record each result as it lands; ``on_step``
     hears of every job done ("student score/max" or "student NOT GRADED")."""
     outcome = Outcome(plan)
-    outcome.errors.update(dict(plan.failed))
+    outcome.errors.update(writable(dict(plan.failed)))
     for old in plan.reused:
         try:
             course.record(old)
         except Exception as exc:  # noqa: BLE001 - an earlier record that cannot be written again never ends the run
-            outcome.errors[old.student] = (f"its earlier result could not be recorded again ({type(exc).__name__}: "
-                                           f"{str(exc)[:300]}); grade it again with --force")
+            outcome.errors[old.student] = writable(f"its earlier result could not be recorded again "
+                                                   f"({type(exc).__name__}: {str(exc)[:300]}); grade it again with --force")
             continue
         outcome.results[old.student] = old
 
@@ -152,8 +152,8 @@ def run(course: Course, plan: Plan, workers: Workers,
         try:
             course.record(result)
         except Exception as exc:  # noqa: BLE001 - one unrecordable result must not end the run
-            outcome.errors[result.student] = (f"its result could not be recorded ({type(exc).__name__}: "
-                                              f"{str(exc)[:300]})")
+            outcome.errors[result.student] = writable(f"its result could not be recorded ({type(exc).__name__}: "
+                                                      f"{str(exc)[:300]})")
             on_step(f"{result.student} NOT RECORDED")
             return
         outcome.results[result.student] = result
@@ -161,7 +161,7 @@ def run(course: Course, plan: Plan, workers: Workers,
                                                                            else ""))
 
     def on_error(job: GradeJob, why: str) -> None:
-        outcome.errors[job.student] = why
+        outcome.errors[job.student] = writable(why)
         on_step(f"{job.student} NOT GRADED")
 
     jobs = list(plan.jobs)
