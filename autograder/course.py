@@ -255,8 +255,10 @@ def read_hand_in(path: Path, refused: str = "") -> HandIn:
                             f"column {err.colno})", digest)
     except RecursionError:
         return HandIn(None, f"it is not a notebook: its JSON nests more than {MAX_JSON_DEPTH} levels deep", digest)
-    except ValueError as err:   # e.g. a number of more than 4,300 digits (Python's int_max_str_digits)
-        return HandIn(None, f"it is not a notebook: {str(err)[:200]}", digest)
+    except ValueError as err:   # a number longer than Python reads (int_max_str_digits)
+        limit = sys.get_int_max_str_digits()
+        why = f"it holds a number of more than {limit} digits" if "digits" in str(err) else str(err)[:200]
+        return HandIn(None, f"it is not a notebook: {why}", digest)
 
 
 def _attempt(handed: dict[str, HandIn]) -> str:
