@@ -12,7 +12,7 @@ from typing import Callable
 
 from . import schedule
 from .course import Course
-from .records import GradeJob, Limits, SubmissionResult
+from .records import GradeJob, Limits, SubmissionResult, writable
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class Plan:
     students: tuple[str, ...]
     jobs: tuple[GradeJob, ...]
     reused: tuple[SubmissionResult, ...]
+    failed: tuple[tuple[str, str], ...] = ()      #: (student, why) whose hand-in could not even be planned
 
 
 @dataclass
@@ -117,15 +118,19 @@ class Outcome:
 def plan(course: Course, assignment: str, students: list[str], limits: Limits, sandbox: bool,
          force: bool = False) -> Plan:
     """A job for every student whose current hand-in has no result yet (every student if ``force``)."""
-    jobs, reused = [], []
+    jobs, reused, failed = [], [], []
     for s in students:
-        job = course.job(assignment, s, limits, sandbox)
-        old = None if force else course.results.get(assignment, s, job.attempt)
+        try:
+            job = course.job(assignment, s, limits, sandbox)
+            old = None if force else course.results.get(assignment, s, job.attempt)
+        except Exception as exc:  # noqa: BLE001 - one hand-in that cannot be read never stops the class
+            failed.append((s, f"the hand-in could not be read ({type(exc).__name__}: {str(exc)[:300]})"))
+            continue
         if old is None:
             jobs.append(job)
         else:
             reused.append(old)
-    return Plan(assignment, tuple(students), tuple(jobs), tuple(reused))
+    return Plan(assignment, tuple(students), tuple(jobs), tuple(reused), tuple(failed))
 
 
 def run(course: Course, plan: Plan, workers: Workers,
@@ -133,15 +138,22 @@ def run(course: Course, plan: Plan, workers: Workers,
     """Record the reused results, grade the jobs and record each result as it lands; ``on_step``
     hears of every job done ("student score/max" or "student NOT GRADED")."""
     outcome = Outcome(plan)
+    outcome.errors.update(writable(dict(plan.failed)))
     for old in plan.reused:
-        course.record(old)
+        try:
+            course.record(old)
+        except Exception as exc:  # noqa: BLE001 - an earlier record that cannot be written again never ends the run
+            outcome.errors[old.student] = writable(f"its earlier result could not be recorded again "
+                                                   f"({type(exc).__name__}: {str(exc)[:300]}); grade it again with --force")
+            continue
         outcome.results[old.student] = old
 
     def on_result(result: SubmissionResult) -> None:
         try:
             course.record(result)
         except Exception as exc:  # noqa: BLE001 - one unrecordable result must not end the run
-            outcome.errors[result.student] = f"its result could not be recorded ({type(exc).__name__}: {exc})"
+            outcome.errors[result.student] = writable(f"its result could not be recorded ({type(exc).__name__}: "
+                                                      f"{str(exc)[:300]})")
             on_step(f"{result.student} NOT RECORDED")
             return
         outcome.results[result.student] = result
@@ -149,7 +161,7 @@ def run(course: Course, plan: Plan, workers: Workers,
                                                                            else ""))
 
     def on_error(job: GradeJob, why: str) -> None:
-        outcome.errors[job.student] = why
+        outcome.errors[job.student] = writable(why)
         on_step(f"{job.student} NOT GRADED")
 
     jobs = list(plan.jobs)

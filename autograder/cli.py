@@ -48,7 +48,7 @@ def cmd_autograde(course: Course, args: argparse.Namespace) -> int:
     course.ensure_gradebook(args.assignment)
     limits = Limits().with_overrides(**{k: getattr(args, k) for k in
                                         ("cell_s", "slow_cell_s", "answer_cell_s", "submission_s", "output_bytes",
-                                         "memory_bytes")})
+                                         "notebook_output_bytes", "memory_bytes")})
     plan = autograde.plan(course, args.assignment, args.student or course.students(args.assignment), limits,
                           sandbox, force=args.force)
     workers = autograde.Workers(autograde.local_gpus(args.gpus), args.workers, args.ray)
@@ -69,7 +69,14 @@ def cmd_feedback(course: Course, args: argparse.Namespace) -> int:
     students = args.student or course.students(args.assignment)
     n = 0
     for s in students:
-        if course.write_feedback(args.assignment, s) is None:
+        try:
+            written = course.write_feedback(args.assignment, s)
+        except CourseError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one student's report never stops the others'
+            print(f"{s}: no feedback written ({type(exc).__name__}: {str(exc)[:300]})", file=sys.stderr)
+            continue
+        if written is None:
             print(f"{s}: no result for the current hand-in of {args.assignment} (autograde grades it, or says "
                   "why it could not)", file=sys.stderr)
             continue
@@ -116,7 +123,9 @@ def parser() -> argparse.ArgumentParser:
         q.add_argument("--answer-cell-timeout", dest="answer_cell_s", type=float,
                        help="seconds per cell of the student's own code (default 60)")
         q.add_argument("--submission-timeout", dest="submission_s", type=float)
-        q.add_argument("--output-limit", dest="output_bytes", type=int)
+        q.add_argument("--output-limit", dest="output_bytes", type=int, help="bytes a cell may send (default 4 MB)")
+        q.add_argument("--notebook-output-limit", dest="notebook_output_bytes", type=int,
+                       help="bytes of output kept of one notebook, all cells together (default 32 MB)")
         q.add_argument("--memory-limit", dest="memory_bytes", type=int)
 
     q = sub.add_parser("collect", help="copy hand-ins into autograder/submitted")

@@ -22,10 +22,14 @@ from typing import Any, NamedTuple
 import nbformat
 
 from gemmlab.errors import GemmlabError
+from gemmlab.judge.plain import json_depth
 
 from . import handin_files
 from .harness import feedback, store
 from .records import GradeJob, Limits, NotebookParts, SubmissionResult
+
+#: Deepest JSON nesting a hand-in may have (a notebook nests a few levels; outputs and metadata a few more).
+MAX_JSON_DEPTH = 100
 
 REPO = Path(__file__).resolve().parent.parent
 NBGRADER_CONFIG = REPO / "autograder" / "nbgrader_config.py"
@@ -170,23 +174,30 @@ class Course:
         return n
 
     def record(self, result: SubmissionResult) -> None:
-        """Store one result: result file, gradebook grades, autograded notebooks (all overwriting)."""
-        self.results.put(result)
-        store.write_gradebook(self.db_url, result)
+        """Store one result: autograded notebooks, gradebook grades, then the result file (all overwriting).
+
+        Everything that could fail on what the student controls (characters no file can hold, a notebook
+        nbformat will not write) is done before anything is written, so a failure leaves no gradebook grade
+        the run's report does not know of; the result file, which marks the attempt as graded, comes last."""
+        result = result.writable()
+        notebooks = {name: nbformat.writes(nbformat.from_dict(nb)) for name, nb in result.executed.items()}
         folder = self.autograded / result.student / result.assignment
         folder.mkdir(parents=True, exist_ok=True)
-        for name, nb in result.executed.items():
-            nbformat.write(nbformat.from_dict(nb), folder / name)
+        for name, text in notebooks.items():
+            (folder / Path(name).name).write_text(text, encoding="utf-8")
+        store.write_gradebook(self.db_url, result)
+        self.results.put(result)
 
     def write_feedback(self, assignment: str, student: str) -> Path | None:
         """Write the student's report of their current hand-in; None when it was not graded yet."""
         result = self.current_result(assignment, student)
         if result is None:
             return None
+        page = feedback.render(result.writable())
         folder = self.feedback / student / assignment
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "feedback.html"
-        path.write_text(feedback.render(result))
+        path.write_text(page, encoding="utf-8")
         return path
 
     def export_grades(self, out: Path, students: list[str] | None = None) -> int:
@@ -201,13 +212,17 @@ class Course:
                     for sub in gb.assignment_submissions(a.name):
                         if students and sub.student.id not in students:
                             continue
-                        result = (self.current_result(a.name, sub.student.id) if (self.source / a.name).is_dir()
-                                  else None)
+                        try:
+                            result = (self.current_result(a.name, sub.student.id) if (self.source / a.name).is_dir()
+                                      else None)
+                            missing = "no result"
+                        except Exception as exc:  # noqa: BLE001 - one student's hand-in never stops the export
+                            result, missing = None, f"no result: the hand-in could not be read ({type(exc).__name__})"
                         rows.append([sub.student.id, a.name, f"{sub.score:g}", f"{sub.max_score:g}",
                                      result.attempt if result else "", len(result.flags) if result else "",
                                      "; ".join(result.events)[:500] if result else "",
-                                     "; ".join(result.not_graded)[:500] if result else "no result"])
-        with Path(out).open("w", newline="") as f:
+                                     "; ".join(result.not_graded)[:500] if result else missing])
+        with Path(out).open("w", newline="", encoding="utf-8", errors="replace") as f:
             w = csv.writer(f)
             w.writerow(["student", "assignment", "score", "max_score", "attempt", "flags", "events", "not_graded"])
             w.writerows(sorted(rows))
@@ -228,14 +243,22 @@ def read_hand_in(path: Path, refused: str = "") -> HandIn:
         return HandIn(None, f"it could not be read ({err.strerror or err})", "")
     digest = hashlib.sha256(raw).hexdigest()
     try:
-        return HandIn(json.loads(raw.decode("utf-8-sig")), "", digest)
+        text = raw.decode("utf-8-sig")
+        if json_depth(text, stop=MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+            return HandIn(None, f"it is not a notebook: its JSON nests more than {MAX_JSON_DEPTH} levels deep "
+                                "(a notebook nests a few)", digest)
+        return HandIn(json.loads(text), "", digest)
     except UnicodeDecodeError:
         return HandIn(None, "it is not a notebook: not UTF-8 text", digest)
     except json.JSONDecodeError as err:
         return HandIn(None, f"it is not a notebook: not valid JSON ({err.msg}: line {err.lineno}, "
                             f"column {err.colno})", digest)
     except RecursionError:
-        return HandIn(None, "it is not a notebook: JSON nested too deeply to read", digest)
+        return HandIn(None, f"it is not a notebook: its JSON nests more than {MAX_JSON_DEPTH} levels deep", digest)
+    except ValueError as err:   # a number longer than Python reads (int_max_str_digits)
+        limit = sys.get_int_max_str_digits()
+        why = f"it holds a number of more than {limit} digits" if "digits" in str(err) else str(err)[:200]
+        return HandIn(None, f"it is not a notebook: {why}", digest)
 
 
 def _attempt(handed: dict[str, HandIn]) -> str:

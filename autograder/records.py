@@ -7,11 +7,30 @@ travel as their JSON dicts, so a worker on another host needs no shared file sys
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 #: A notebook as its JSON dict (what ``json.loads`` of an ``.ipynb`` gives).
 NotebookJSON = dict[str, Any]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def writable(value: Any) -> Any:
+    """``value`` (JSON-like) with every lone surrogate in its strings, keys included, replaced by U+FFFD.
+
+    Why: JSON can spell a character no file can hold (``"\\udc80"``). A hand-in with one in an added markdown
+    cell was graded, but its autograded notebook could not be written: the run said NOT GRADED while the
+    gradebook showed the grade, and every later run crashed re-recording it. What the grader keeps of a
+    hand-in or of a kernel's outputs is made writable once, here; the replacement character shows where."""
+    if isinstance(value, str):
+        return value if value.isascii() or not _SURROGATE.search(value) else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {writable(k): writable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(writable(v) for v in value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -25,7 +44,10 @@ class Limits:
     #: sooner and holds a worker's GPU for less
     answer_cell_s: float = 60.0
     submission_s: float = 1800.0      #: all notebooks of one submission together
-    output_bytes: int = 4_000_000     #: per cell: text and data the kernel may send
+    output_bytes: int = 4_000_000     #: per cell: text and data the kernel may send (one message included)
+    #: per notebook: the outputs kept of all its cells together (240 cells of 3.9 MB each held 894 MB twice on disk
+    #: and took the grader to 4.2 GB); beyond it cells still run and are graded, their outputs are not kept
+    notebook_output_bytes: int = 32_000_000
     memory_bytes: int = 16 << 30      #: resident memory of the kernel's whole process tree
     startup_s: float = 60.0
     restarts: int = 3                 #: kernel restarts per notebook before the rest is given up
@@ -40,7 +62,8 @@ class Limits:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Limits":
-        return cls(**data)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass(frozen=True)
@@ -175,6 +198,10 @@ class SubmissionResult:
         """Whether every part of the hand-in was graded (a zero is graded; a refusal is not)."""
         return not self.not_graded
 
+    def writable(self) -> "SubmissionResult":
+        """This result with every string fit for any file (:func:`writable`): what is recorded."""
+        return SubmissionResult.from_dict(writable(self.to_dict()))
+
     def to_dict(self) -> dict:
         return {"student": self.student, "assignment": self.assignment, "attempt": self.attempt,
                 "cells": [c.to_dict() for c in self.cells], "score": self.score, "max_score": self.max_score,
@@ -190,4 +217,4 @@ class SubmissionResult:
 
 
 __all__ = ["CellResult", "GradeJob", "Limits", "NotebookJSON", "NotebookParts", "PublishedResult",
-           "SubmissionResult"]
+           "SubmissionResult", "writable"]

@@ -26,6 +26,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "compile": ("gemmlab.compiler", "compile"),
     "compile_ahead": ("gemmlab.ahead", "compile_ahead"),
+    "set_compile_limit": ("gemmlab.compilation.worker", "set_compile_limit"),
     "Kernel": ("gemmlab.kernel", "Kernel"),
     "check_gemm": ("gemmlab.check", "check_gemm"),
     "check_copy": ("gemmlab.copy_check", "check_copy"),

@@ -2,7 +2,7 @@
 
 A CuTe GEMM takes 10-20 s to compile, so an unchanged cell must never pay that twice: a cache
 hit is read here, in this process, touching neither NVRTC nor torch. A miss compiles in a worker
-process (:mod:`gemmlab.compilation.worker`) under a time limit, so that a compile that never ends is
+process (:mod:`gemmlab.compilation.worker`) under a limit of compiler CPU time, so that a compile that never ends is
 stopped and JupyterLab's interrupt stops any compile at once, without losing the kernel's state.
 """
 from __future__ import annotations
@@ -30,7 +30,8 @@ def compile(source: str, name: str, arch: str | None = None, options: Sequence[s
     ``name`` may be a plain kernel name (with or without ``extern "C"``) or a template
     instantiation such as ``"gemm<128>"``. ``arch=None`` targets this machine's GPU;
     give ``arch="sm_90a"`` (or sm_80, sm_100a, ...) to compile without one. ``timeout``:
-    seconds before a compile is stopped (default ``GEMMLAB_COMPILE_TIMEOUT`` or 120).
+    seconds of compiler CPU time before a compile is stopped (default: ``gemmlab.set_compile_limit``'s,
+    else ``GEMMLAB_COMPILE_TIMEOUT``, else 120); a busy machine's waits do not count.
     """
     from .kernel import Kernel
 

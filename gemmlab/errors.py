@@ -45,8 +45,11 @@ class KernelTimeoutError(KernelError):
 
 
 class CompileTimeoutError(CompileError):
-    """A compile ran past its time limit (``timeout=`` or ``GEMMLAB_COMPILE_TIMEOUT``) and was stopped."""
+    """A compile ran past its limit (``timeout=``, ``gemmlab.set_compile_limit`` or ``GEMMLAB_COMPILE_TIMEOUT``:
+    compiler CPU seconds, with a wall-clock backstop) and was stopped. ``cpu_s``/``wall_s``: what it had used
+    (None where unknown), so a runaway (CPU used up) can be told from a starved compile (the clock ran out)."""
 
-    def __init__(self, message: str, limit_s: float = 0.0) -> None:
+    def __init__(self, message: str, limit_s: float = 0.0, cpu_s: float | None = None,
+                 wall_s: float | None = None) -> None:
         super().__init__(message)
-        self.limit_s = limit_s
+        self.limit_s, self.cpu_s, self.wall_s = limit_s, cpu_s, wall_s

@@ -15,6 +15,8 @@ import secrets
 from typing import Any
 
 MODULE_PREFIX = "_gemmlab_grader_"
+#: Most findings of the tamper probe kept (each at most 200 characters).
+MAX_PROBLEMS = 20
 
 _BOOTSTRAP = r'''
 def __gemmlab_grader_bootstrap(module_name):
@@ -151,4 +153,6 @@ def parse_probe(data: dict[str, Any] | None, nonce: str) -> list[str] | None:
     problems = value.get("problems")
     if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
         return None
-    return problems
+    if len(problems) > MAX_PROBLEMS:        # the student's process answers: its account is kept short
+        problems = problems[:MAX_PROBLEMS] + [f"and {len(problems) - MAX_PROBLEMS:,} more"]
+    return [p[:200] for p in problems]

@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 
-from gemmlab.judge.answers import JUDGE_ENV, MAX_REPLY_CHARS
+from gemmlab.judge.answers import JUDGE_ENV, MAX_DESCRIPTION_CHARS, MAX_REPLY_CHARS
 from gemmlab.leaderboard_draw import SECRET_ENV as LEADERBOARD_SECRET_ENV
 
 from .kernel import SandboxedKernel
@@ -71,11 +71,15 @@ def _string_value(text: str) -> str | None:
 
 
 def describe(student: SandboxedKernel, names: list[str]) -> str:
-    """The student's kernel's description of ``names`` (JSON); each one not plain data ("opaque", with
-    the reason) when the kernel cannot answer, so every test that uses it fails saying why."""
+    """The student's kernel's description of ``names`` (JSON, at most about MAX_DESCRIPTION_CHARS); each one not
+    plain data ("opaque", with the reason) when the kernel cannot answer or answers beyond the limit, so every
+    test that uses it fails saying why."""
     if not names:
         return "{}"
     ok, text = student.evaluate(_module_call("describe", list(names)), DESCRIBE_S)
+    if ok and len(text) > 4 * MAX_DESCRIPTION_CHARS:
+        ok, text = False, (f"its description takes {len(text):,} characters; the answers of a notebook may take "
+                           f"{MAX_DESCRIPTION_CHARS:,} in all")
     value = _string_value(text) if ok else None
     return value if value is not None else json.dumps({n: {"kind": "opaque", "why": f"{n}: your notebook's kernel "
                                                            "did not describe it" + ("" if ok else f" ({text[:300]})")}
@@ -130,7 +134,7 @@ class AnswerRelay:
                 end.close()
 
     def _run(self) -> None:
-        buffers = {"judge": b"", "student": b""}
+        buffers = {"judge": bytearray(), "student": bytearray()}
         last_call: object = None
         while not self._stop.is_set():
             with self._lock:
@@ -151,21 +155,25 @@ class AnswerRelay:
                         if self._ends[side] is end:
                             self._ends[side] = None
                     end.close()
-                    buffers[side] = b""
+                    buffers[side] = bytearray()
                     if side == "student":     # the kernel ended: the call it was answering never will be
                         self._send("judge", json.dumps({"id": last_call, "error": "KernelError", "message":
                                                         "your notebook's kernel ended during this call"}).encode(),
                                    last_call)
                     continue
-                buffers[side] += chunk
+                buffer = buffers[side]
+                start = len(buffer)
+                buffer += chunk
                 other = "student" if side == "judge" else "judge"
-                while b"\n" in buffers[side]:
-                    line, buffers[side] = buffers[side].split(b"\n", 1)
+                while (end_of_line := buffer.find(b"\n", start)) >= 0:
+                    line = bytes(buffer[:end_of_line])
+                    del buffer[:end_of_line + 1]
+                    start = 0
                     if side == "judge":
                         last_call = _call_id(line)
                     self._send(other, line, last_call)
-                if len(buffers[side]) > self.MAX_LINE:
-                    buffers[side] = b""
+                if len(buffer) > self.MAX_LINE:
+                    buffer.clear()
                     if side == "student":
                         self._send("judge", json.dumps({"id": last_call, "error": "OutputLimit", "message": (
                             f"the reply was longer than {self.MAX_LINE:,} characters")}).encode(), last_call)

@@ -7,9 +7,15 @@ a submission does is the submission's problem and ends up in the result; only fa
 grading machinery itself raise :class:`InfraError` (and are retried).
 
 Never broken by a hand-in: any JSON is made a notebook or refused (:mod:`.wellformed`), the
-kernel's outputs are made well-formed, and a notebook the grader still fails on is reported as not
-graded while the others are graded. A test the instructor marked as needing a GPU
-(:func:`.assemble.needs_gpu`) scores only where :func:`.device.missing_gpu` finds the worker's GPU.
+kernel's outputs are made well-formed, and every exception while reading, assembling, running or
+recording one notebook ends as that notebook's "not graded: <reason>" while the others are graded.
+What the student's process sends is bounded before use (the description of the answers, a test's
+partial score, error texts, the tamper probe's answer, a notebook's kept outputs). A test the
+instructor marked as needing a GPU (:func:`.assemble.needs_gpu`) scores only where
+:func:`.device.missing_gpu` finds the worker's GPU. Limits count work, not the clock
+(:mod:`.cellclock`); a machine that starved a cell is an :class:`InfraError` (retried, never graded).
+A cell's error text never decides whether a kernel is restarted: the exception's class raised by
+gemmlab, or the kernel's own account of its GPU (:data:`GPU_STATE`), does.
 """
 from __future__ import annotations
 
@@ -26,16 +32,17 @@ from typing import Any
 
 import nbformat
 
-from gemmlab.judge.answers import NeedsStudentProcess
-from gemmlab.runtime.faults import classify
+from gemmlab.judge import plain
+from gemmlab.judge.answers import DESCRIPTION_DEPTH, MAX_DESCRIPTION_CHARS, NeedsStudentProcess
 
-from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult
+from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult, writable
 from . import inkernel
 from .assemble import (Assembled, answer_flags, assemble, display_only, grade_id, is_answer, is_graded, judged_launches, needs_arch,
                        needs_gpu, notebook_needs_gpu)
 from .device import gpu_arch, missing_gpu
 from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, STUDENT_SERVER, AnswerRelay, bind_code, describe, judge_kernel_env
-from .kernel import CellRun, SandboxedKernel, describe_exit
+from .cellclock import backstop_s
+from .kernel import CellRun, MachineBusy, SandboxedKernel, describe_exit
 from .routing import defined_names, dsl_dependencies, given_statements, one_side_cells
 from .outputs import for_feedback, hidden_lines, take_published, withhold
 from .wellformed import clean_notebook, clean_outputs
@@ -50,6 +57,15 @@ RECORD_LAUNCHES = "__import__('gemmlab.judge.answers', fromlist=['record_launche
 #: Seconds the grader's bootstrap may take in a fresh kernel (imports gemmlab and torch; ~5 s):
 #: a kernel that cannot start is classified in a minute, not after a test cell's limit.
 BOOTSTRAP_S = 60.0
+#: Asked of a kernel after a cell failed: can it still use the GPU? ('usable', 'lost' or 'busy'; see
+#: gemmlab.runtime.faults.context_state). The kernel's own account, never the error's text.
+GPU_STATE = "__import__('gemmlab.runtime.faults', fromlist=['context_state']).context_state()"
+#: Exception classes gemmlab raises when a kernel's GPU context is lost or a GPU kernel still runs.
+FAULT_CLASSES = ("ContextLostError", "KernelTimeoutError")
+#: Longest error message and verdict kept in a record (the start says what went wrong).
+MAX_EVALUE_CHARS = 4000
+#: Longest text read as a test's partial score (a number).
+MAX_SCORE_CHARS = 64
 
 
 class InfraError(RuntimeError):
@@ -85,17 +101,17 @@ def _cell_timeout(cell: nbformat.NotebookNode, limits: Limits, students: bool = 
 
 
 def _partial_score(run: CellRun, points: float) -> float:
-    """nbgrader's partial credit: a test cell whose value is a number between 0 and its points."""
-    for out in run.outputs:
-        if out.get("output_type") == "execute_result":
-            text = out.get("data", {}).get("text/plain", "")
-            try:
-                value = float(ast.literal_eval(text))
-            except (ValueError, SyntaxError, TypeError):
-                continue
-            if 0 <= value <= points:
-                return value
-    return points
+    """nbgrader's partial credit: a test cell whose value is a number between 0 and its points. Read from the
+    value the kernel sent (kept whether or not the notebook's outputs still are, so flooding outputs cannot hide
+    a partial score) and only from a short text: a test in the student's kernel sends what it likes."""
+    text = run.result_text
+    if not isinstance(text, str) or len(text) > MAX_SCORE_CHARS:
+        return points
+    try:
+        value = float(ast.literal_eval(text))
+    except (ValueError, SyntaxError, TypeError, OverflowError, RecursionError, MemoryError):
+        return points
+    return value if 0 <= value <= points else points
 
 
 def _alive_after(kernel: SandboxedKernel, wait_s: float) -> bool:
@@ -108,21 +124,30 @@ def _alive_after(kernel: SandboxedKernel, wait_s: float) -> bool:
     return False
 
 
-def leaves_gpu_unusable(run: CellRun) -> bool:
+def leaves_gpu_unusable(run: CellRun, kernel: SandboxedKernel) -> bool:
     """Whether the cell's error left the kernel's CUDA context lost or a GPU kernel running, so the
-    next cell needs a fresh kernel (the cells before it are replayed) lest later tests be lost."""
+    next cell needs a fresh kernel (the cells before it are replayed) lest later tests be lost.
+
+    Decided from trusted signals only: the error's class when gemmlab raised it (in the judge no student
+    Python runs, so the class is gemmlab's), else the kernel's own account of its GPU (:data:`GPU_STATE`).
+    Never from the message: an answer that raised with "illegal memory access" in its text restarted the
+    judge three times, at its student's cost."""
     if run.status != "error":
         return False
-    fault = classify(f"{run.ename}: {run.evalue}")
-    return fault is not None and fault.needs_fresh_process
+    if run.ename in FAULT_CLASSES:
+        return True
+    if kernel.km is None or not kernel.alive():
+        return False
+    ok, state = kernel.evaluate(GPU_STATE, 30)
+    return not ok or state != repr("usable")
 
 
 def _verdict(run: CellRun) -> tuple[str, str]:
     if run.status == "ok":
         return "passed", "passed"
     if run.status == "error":
-        first = (run.evalue or "").strip().splitlines()
-        return "failed", f"{run.ename}: {first[0] if first else '(no message)'}"
+        first = (run.evalue or "")[:MAX_EVALUE_CHARS].strip().splitlines()
+        return "failed", f"{run.ename[:200]}: {first[0][:1000] if first else '(no message)'}"
     if run.status == "not_run":
         return "not_run", run.message
     return run.status, run.message
@@ -133,7 +158,7 @@ class _Kernels:
     instructor's cells and the tests). Each remembers the cells it completed, to replay them after a restart."""
 
     def __init__(self, workdir: Path, gpu: str | None, limits: Limits, sandbox: bool) -> None:
-        self.student = SandboxedKernel(workdir / "scratch", workdir / "run", gpu, limits, sandbox)
+        self.student = SandboxedKernel(workdir / "scratch", workdir / "run", gpu, limits, sandbox, stops_leftovers=True)
         self.judge = SandboxedKernel(workdir / "judge", workdir / "judge-run", gpu, limits, sandbox,
                                      extra_env=judge_kernel_env())
         self.module = inkernel.new_module_name()
@@ -147,6 +172,8 @@ class _Kernels:
         kernel = self.kernel(side)
         try:
             kernel.start(inherit=self.relay.pair(side))
+        except MachineBusy:
+            raise
         except Exception as exc:  # noqa: BLE001 - any failure to start is the grader's
             raise InfraError(f"{name}: {exc}") from exc
         code = inkernel.bootstrap_code(self.module) + STUDENT_SERVER if side == "student" else JUDGE_BOOTSTRAP
@@ -162,15 +189,41 @@ class _Kernels:
         self.relay.close()
 
 
+class SubmissionBudget:
+    """A submission's time limit (``Limits.submission_s``) counted as the work its cells did
+    (:attr:`CellRun.active_s`), with a wall-clock backstop past which the machine, not the submission, is at
+    fault (:class:`MachineBusy`)."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s, self.used_s, self.started = float(limit_s), 0.0, time.monotonic()
+        self.backstop_s = backstop_s(self.limit_s)
+
+    def left(self) -> float:
+        """Seconds of work the submission may still do."""
+        return self.limit_s - self.used_s
+
+    def spend(self, run: CellRun) -> None:
+        self.used_s += max(0.0, run.active_s)
+
+    def check(self) -> None:
+        """Raise MachineBusy when the backstop ran out before the submission could use its limit."""
+        elapsed = time.monotonic() - self.started
+        if elapsed >= self.backstop_s and self.left() > 0:
+            raise MachineBusy(f"the submission had used {self.used_s:.0f} s of its {self.limit_s:g} s limit after "
+                              f"{elapsed:.0f} s on the clock: the grading machine was too busy. Not graded here: "
+                              "it is graded again when the machine is less busy.")
+
+
 #: The output of an instructor cell that only shows something, in the graded notebook (assemble.DISPLAY_ONLY).
 NOT_RUN_WHEN_GRADED = ("Not run when graded: this cell only shows something (a timing, a demo, a self-check) and no "
                        "grade depends on it. Run it in your own notebook to see it.\n")
 
 
 class _NotebookGrader:
-    def __init__(self, name: str, built: Assembled, source: nbformat.NotebookNode, workdir: Path, gpu: str | None, no_gpu: str, limits: Limits, sandbox: bool, deadline: float,
-                 events: list[str]) -> None:
-        self.name, self.nb, self.limits, self.deadline, self.events = name, built.notebook, limits, deadline, events
+    def __init__(self, name: str, built: Assembled, source: nbformat.NotebookNode, workdir: Path, gpu: str | None,
+                 no_gpu: str, limits: Limits, sandbox: bool, budget: SubmissionBudget, events: list[str]) -> None:
+        self.name, self.nb, self.limits, self.budget, self.events = name, built.notebook, limits, budget, events
+        self.kept = 0                         # bytes of output kept so far (limits.notebook_output_bytes in all)
         self.built = built
         self.labels = built.labels
         self.no_gpu = no_gpu                  # why this worker has no GPU ('' when it has one)
@@ -212,8 +265,11 @@ class _NotebookGrader:
             if side == "judge":
                 self._bind()
                 self._record_launches(cell)
-            left = self.deadline - time.monotonic()
-            run = self.kernels.kernel(side).execute(cell.source, timeout_s=max(1.0, min(self._timeout(i, cell), left)))
+            left = self.budget.left()
+            watch = (self.kernels.student,) if side == "judge" else ()
+            run = self.kernels.kernel(side).execute(cell.source, timeout_s=max(1.0, min(self._timeout(i, cell), left)),
+                                                    watch=watch, keep_bytes=0)
+            self.budget.spend(run)
             if run.status not in ("ok", "error"):
                 return f"re-running the cells before this one failed ({run.message})"
         self.events.append(f"{self.name}: the {side} kernel was restarted and the {len(replay)} cells before the "
@@ -237,10 +293,14 @@ class _NotebookGrader:
             return
         description = describe(self.kernels.student, self.answers)
         try:
+            parsed = plain.loads(description, "the description of your answers", MAX_DESCRIPTION_CHARS + 65536,
+                                 DESCRIPTION_DEPTH)
+        except plain.NotPlainData as exc:   # the student's kernel answered outside the limits: nothing is bound
+            why = f"{str(exc)[:300]} Your notebook's kernel did not describe its answers as the grader asked."
+            description = json.dumps({n: {"kind": "opaque", "why": f"{n}: {why}"} for n in self.answers})
             parsed = json.loads(description)
-            self.described = parsed if isinstance(parsed, dict) else {}
-        except ValueError:
-            self.described = {}
+            self.events.append(f"{self.name}: {why}")
+        self.described = parsed if isinstance(parsed, dict) else {}
         made = {n for n, info in self.described.items() if isinstance(info, dict)
                 and info.get("kind") in ("function", "opaque")}
         given = [code for gid in self.answered for names, code in self.given.get(gid, []) if set(names) <= made]
@@ -259,20 +319,10 @@ class _NotebookGrader:
         return False
 
     def _probe(self) -> list[str] | None:
+        """The tamper probe's findings ([] when none), or None when no genuine answer came back."""
         nonce = secrets.token_hex(8)
-        expr = inkernel.probe_expression(self.kernels.module, nonce)
-        kc = self.kernels.student.kc
-        try:
-            msg_id = kc.execute("", silent=True, store_history=False, user_expressions={"p": expr})
-            end = time.monotonic() + 30
-            while time.monotonic() < end:
-                reply = kc.get_shell_msg(timeout=max(0.1, end - time.monotonic()))
-                if reply["parent_header"].get("msg_id") == msg_id:
-                    value = reply["content"].get("user_expressions", {}).get("p", {})
-                    return inkernel.parse_probe(value.get("data"), nonce)
-        except Exception:  # noqa: BLE001 - no answer is a failed probe
-            return None
-        return None
+        ok, data = self.kernels.student.evaluate_data(inkernel.probe_expression(self.kernels.module, nonce), 30)
+        return inkernel.parse_probe(data, nonce) if ok else None
 
     # ------------------------------------------------------------ one cell
     def _sides(self, index: int, cell: nbformat.NotebookNode) -> list[str]:
@@ -306,15 +356,17 @@ class _NotebookGrader:
             broken = self._revive(side, index)
             if broken:
                 return CellRun("not_run", message=broken)
-        left = self.deadline - time.monotonic()
+        self.budget.check()
+        left = self.budget.left()
         if left <= 0:
             return CellRun("not_run", message="not run: the submission used up its time limit of "
                                               f"{self.limits.submission_s:g} s")
         timeout = min(self._timeout(index, cell), left)
+        keep = max(0, self.limits.notebook_output_bytes - self.kept)
         if side == "judge":
             self._bind()
             self._record_launches(cell)
-            run = kernel.execute(cell.source, timeout_s=timeout)
+            run = kernel.execute(cell.source, timeout_s=timeout, watch=(self.kernels.student,), keep_bytes=keep)
             student = self.kernels.student
             if run.status == "timeout":           # a call may be stuck in the student's kernel: start it afresh
                 student.kill()
@@ -323,16 +375,18 @@ class _NotebookGrader:
                 run = CellRun("died", run.outputs, seconds=run.seconds,
                               message=f"{describe_exit(student.exit_code)} while this test called your code")
         else:
-            run = kernel.execute(cell.source, timeout_s=timeout)
+            run = kernel.execute(cell.source, timeout_s=timeout, keep_bytes=keep)
             self.bound = False
+        self.budget.spend(run)
+        self.kept += run.kept_bytes
         if run.status == "timeout" and timeout < self._timeout(index, cell):
             run.message = f"the submission's time limit of {self.limits.submission_s:g} s ran out in this cell"
         if not run.completed and run.status != "not_run":
             self.events.append(f"{self.name}, {label}: {run.message}" + (" (in the judge)" if side == "judge" else ""))
-        run.ename, run.evalue = str(run.ename or ""), str(run.evalue or "")
+        run.ename, run.evalue = str(run.ename or "")[:200], str(run.evalue or "")[:MAX_EVALUE_CHARS]
         if run.completed and not is_graded(cell):
             self.kernels.done[side].append(index)
-        if leaves_gpu_unusable(run):
+        if leaves_gpu_unusable(run, kernel):
             self.events.append(f"{self.name}, {label}: {run.ename} left the GPU context unusable; "
                                f"the next cell runs in a fresh {side} kernel")
             kernel.kill()
@@ -367,7 +421,8 @@ class _NotebookGrader:
                 run = runs[sides[0]] if not graded else runs[sides[-1]]
                 if os.environ.get(PROFILE_ENV):
                     self.events.append(f"{self.name}, {label}: took " +
-                                       ", ".join(f"{r.seconds:.1f} s in the {side} kernel" for side, r in runs.items()))
+                                       ", ".join(f"{r.seconds:.1f} s ({r.active_s:.1f} s of work) in the {side} kernel"
+                                                 for side, r in runs.items()))
                 shown, published = take_published(clean_outputs(run.outputs))
                 run.outputs = shown
                 cell.outputs = shown
@@ -433,11 +488,45 @@ def _student_notebook(name: str, parts: NotebookParts, events: list[str]) -> tup
     return (nbformat.from_dict(cleaned.notebook) if cleaned.notebook is not None else None), cleaned.refused
 
 
+def _grade_notebook(k: int, name: str, parts: NotebookParts, source: nbformat.NotebookNode, job: GradeJob,
+                    root: Path, budget: SubmissionBudget, events: list[str],
+                    flags: list[str]) -> tuple[list[CellResult], NotebookJSON | None, list[str]]:
+    """One notebook of the hand-in: ``(its verdicts, the notebook as it ran, what of it was not graded)``."""
+    release = _read(parts.release)
+    student, refused = _student_notebook(name, parts, events)
+    if refused:
+        why = f"the hand-in was refused: {refused}"
+        return _ungraded_cells(name, source, "refused", f"not graded: {why}"), None, [f"{name}: {why}"]
+    built = assemble(source, release, student)
+    events.extend(f"{name}: {t}" for t in built.tampered)
+    if student is None:
+        events.append(f"{name}: not handed in; the released notebook was graded")
+    for cell, label in zip(built.notebook.cells, built.labels):
+        if cell.cell_type == "code" and (is_answer(cell) or not grade_id(cell)):
+            for why in scan(cell.source, answer_flags(cell)):
+                flags.append(f"{name}, {label}: {why}")
+    no_gpu = missing_gpu(job.gpu) if notebook_needs_gpu(source) else ""
+    workdir = root / f"nb{k}"
+    graded = _NotebookGrader(name, built, source, workdir, job.gpu, no_gpu, job.limits, job.sandbox, budget,
+                             events).run()
+    executed = writable(json.loads(json.dumps(built.notebook)))       # plain data, sources as run
+    nbformat.validate(nbformat.from_dict(executed))                    # what the record will write is a notebook
+    shutil.rmtree(workdir, ignore_errors=True)
+    gpu_tests = [c for c in graded if c.status == "needs_gpu"]
+    missing = []
+    if gpu_tests:
+        why = no_gpu or gpu_tests[0].message.removeprefix("not graded: this test needs ")
+        missing.append(f"{name}: {len(gpu_tests)} test(s) need a GPU ({', '.join(c.grade_id for c in gpu_tests)}): "
+                       f"{why}")
+    return graded, executed, missing
+
+
 def grade_submission(job: GradeJob) -> SubmissionResult:
-    """Grade every notebook of one hand-in on ``job.gpu``; raises only :class:`InfraError`."""
-    limits = job.limits
+    """Grade every notebook of one hand-in on ``job.gpu``; raises only :class:`InfraError` (the grading
+    machinery failed, or the machine starved the work: retried, never graded). Anything else that goes wrong
+    with one notebook makes that notebook "not graded: <reason>", and the others are graded."""
     t0 = time.monotonic()
-    deadline = t0 + limits.submission_s
+    budget = SubmissionBudget(job.limits.submission_s)
     root = Path(tempfile.mkdtemp(prefix="gemmlab-grade-", dir=job.workdir))
     events: list[str] = []
     flags: list[str] = []
@@ -446,47 +535,27 @@ def grade_submission(job: GradeJob) -> SubmissionResult:
     executed: dict[str, NotebookJSON] = {}
     try:
         for k, (name, parts) in enumerate(sorted(job.notebooks.items())):
-            source, release = _read(parts.source), _read(parts.release)
-            student, refused = _student_notebook(name, parts, events)
-            if refused:
-                why = f"the hand-in was refused: {refused}"
-                cells.extend(_ungraded_cells(name, source, "refused", f"not graded: {why}"))
-                not_graded.append(f"{name}: {why}")
-                continue
+            source = _read(parts.source)           # the instructor's: a failure here is the grader's, not a student's
             try:
-                built = assemble(source, release, student)
-                events.extend(f"{name}: {t}" for t in built.tampered)
-                if student is None:
-                    events.append(f"{name}: not handed in; the released notebook was graded")
-                for cell, label in zip(built.notebook.cells, built.labels):
-                    if cell.cell_type == "code" and (is_answer(cell) or not grade_id(cell)):
-                        for why in scan(cell.source, answer_flags(cell)):
-                            flags.append(f"{name}, {label}: {why}")
-                no_gpu = missing_gpu(job.gpu) if notebook_needs_gpu(source) else ""
-                workdir = root / f"nb{k}"
-                grader = _NotebookGrader(name, built, source, workdir, job.gpu, no_gpu, limits,
-                                         job.sandbox, deadline, events)
-                graded = grader.run()
+                graded, ran, missing = _grade_notebook(k, name, parts, source, job, root, budget, events, flags)
             except InfraError:
                 raise
+            except MachineBusy as exc:
+                raise InfraError(f"{job.assignment}/{job.student}, {name}: {exc}") from None
             except Exception as exc:  # noqa: BLE001 - the grader's own failure on one notebook; the others go on
                 why = f"the grader failed on it ({type(exc).__name__}: {str(exc)[:300]})"
-                cells.extend(_ungraded_cells(name, source, "grader_error", f"not graded: {why}"))
-                not_graded.append(f"{name}: {why}")
-                continue
+                graded, ran, missing = _ungraded_cells(name, source, "grader_error", f"not graded: {why}"), None, \
+                    [f"{name}: {why}"]
             cells.extend(graded)
-            gpu_tests = [c for c in graded if c.status == "needs_gpu"]
-            if gpu_tests:
-                why = no_gpu or gpu_tests[0].message.removeprefix("not graded: this test needs ")
-                not_graded.append(f"{name}: {len(gpu_tests)} test(s) need a GPU ({', '.join(c.grade_id for c in gpu_tests)}): "
-                                  f"{why}")
-            executed[name] = json.loads(json.dumps(built.notebook))   # plain data, sources as run
-            shutil.rmtree(workdir, ignore_errors=True)
+            not_graded.extend(missing)
+            if ran is not None:
+                executed[name] = ran
     finally:
         shutil.rmtree(root, ignore_errors=True)
     scored = [c for c in cells if c.score is not None]
-    return SubmissionResult(
+    result = SubmissionResult(
         job.student, job.assignment, job.attempt, tuple(cells),
         score=round(sum(c.score for c in scored), 6), max_score=round(sum(c.points for c in cells), 6),
         seconds=round(time.monotonic() - t0, 3), events=tuple(events), flags=tuple(sorted(set(flags))),
         executed=executed, worker=job.worker, not_graded=tuple(not_graded))
+    return result.writable()

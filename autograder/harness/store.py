@@ -39,15 +39,23 @@ class ResultStore:
     def put(self, result: SubmissionResult) -> Path:
         path = self.path(result.assignment, result.student, result.attempt)
         path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(result.to_dict())       # ASCII: any character is written as an escape
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(result.to_dict(), f)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(text)
         os.replace(tmp, path)
         return path
 
     def get(self, assignment: str, student: str, attempt: str) -> SubmissionResult | None:
+        """The recorded result, or None when there is none or it cannot be read (then the attempt is graded
+        again: a damaged record never stops a run)."""
         path = self.path(assignment, student, attempt)
-        return SubmissionResult.from_dict(json.loads(path.read_text())) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            return SubmissionResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            return None
 
     def attempts(self, assignment: str, student: str) -> list[str]:
         folder = self.root / assignment / student

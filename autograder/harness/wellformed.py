@@ -6,18 +6,44 @@ module (assembling, checksums, nbformat reads and writes, feedback) may then ass
 so one malformed hand-in can neither crash a run nor print nbformat's warnings over the progress
 bar. What could not be read is said in plain words: a refusal (the notebook is graded as not
 handed in) or repairs (single cells left out, each named by its number in the student's notebook).
+
+Every value kept is bounded before anything uses it, and each refusal names its limit: the number of
+cells (:data:`MAX_CELLS`), nbgrader metadata (a ``grade_id`` of at most :data:`MAX_ID_CHARS`, finite
+``points`` from 0 to :data:`MAX_POINTS`, ``grade: true`` only with points: 10**400 points or a graded
+cell without points once failed the honest answers of a hand-in), tags (distinct, at most
+:data:`MAX_TAGS` of :data:`MAX_ID_CHARS`: repeated tags failed nbformat's validation), the nesting of
+JSON outputs (:data:`MAX_OUTPUT_DEPTH`), and characters no file can hold (lone surrogates, made
+U+FFFD by :func:`autograder.records.writable`).
 """
 from __future__ import annotations
 
 import re
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
-from ..records import NotebookJSON
+from ..records import NotebookJSON, writable
 
 CELL_TYPES = ("code", "markdown", "raw")
+#: Most cells a hand-in may have (the course's notebooks have under 300).
+MAX_CELLS = 5000
+#: Longest grade_id or tag kept (nbgrader's are short names).
+MAX_ID_CHARS = 200
+#: Most tags a cell keeps.
+MAX_TAGS = 64
+#: Largest number of points a cell may claim (points of the cells that run are the instructor's anyway).
+MAX_POINTS = 1e6
+#: Deepest nesting of a JSON output (``application/json`` or ``*+json``) kept.
+MAX_OUTPUT_DEPTH = 32
+#: Longest error message kept of an output (the start says what went wrong).
+MAX_EVALUE_CHARS = 20_000
+
+
+def _short(value: Any, limit: int) -> str:
+    text = str(value) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[:limit] + " [...]"
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
 _CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _NBGRADER_FLAGS = ("grade", "solution", "locked", "task")
@@ -47,19 +73,43 @@ def _text(source: Any) -> str | None:
     return None
 
 
+def _points(value: Any) -> bool:
+    """Whether ``value`` is a number of points nbgrader could have written: finite, from 0 to MAX_POINTS."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int):
+        return 0 <= value <= MAX_POINTS
+    return math.isfinite(value) and 0 <= value <= MAX_POINTS
+
+
 def _nbgrader(meta: Any) -> dict | None:
-    """The nbgrader metadata if it has nbgrader's shape, else None (the cell is then a plain cell)."""
+    """The nbgrader metadata if it has nbgrader's shape within bounds, else None (the cell is then a plain cell)."""
     if not isinstance(meta, dict) or not isinstance(meta.get("grade_id", ""), str):
+        return None
+    if len(meta.get("grade_id", "")) > MAX_ID_CHARS:
         return None
     if any(not isinstance(meta.get(k, False), bool) for k in _NBGRADER_FLAGS):
         return None
     points = meta.get("points", 0)
-    if points is not None and (isinstance(points, bool) or not isinstance(points, (int, float))):
+    if points is not None and not _points(points):
         return None
+    if meta.get("grade") is True and not _points(meta.get("points")):
+        return None                     # nbgrader never writes a graded cell without its points
     keep = {k: meta[k] for k in ("grade_id", "points", "schema_version", *_NBGRADER_FLAGS) if k in meta}
-    if not isinstance(keep.get("schema_version", 3), int):
-        keep.pop("schema_version")
+    version = keep.get("schema_version", 3)
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 100:
+        keep.pop("schema_version", None)
     return keep
+
+
+def _tags(tags: Any) -> list[str] | None:
+    """The cell's tags, each once, if they are a list of short strings (else None: the tags are left out)."""
+    if not isinstance(tags, list) or len(tags) > MAX_TAGS * 4 or not all(isinstance(t, str) for t in tags):
+        return None
+    distinct = list(dict.fromkeys(tags))
+    if len(distinct) > MAX_TAGS or any(len(t) > MAX_ID_CHARS or not t for t in distinct):
+        return None
+    return distinct
 
 
 def _cell(raw: Any, number: int, ids: set[str]) -> tuple[dict, str]:
@@ -85,14 +135,20 @@ def _cell(raw: Any, number: int, ids: set[str]) -> tuple[dict, str]:
     if "nbgrader" in meta_in:
         nbg = _nbgrader(meta_in["nbgrader"])
         if nbg is None:
-            why = "has nbgrader metadata that nbgrader never writes (it ran as a plain cell)"
+            why = ("has nbgrader metadata that nbgrader never writes (a grade_id is text of at most "
+                   f"{MAX_ID_CHARS} characters, points a number from 0 to {MAX_POINTS:,.0f}, and a graded cell has "
+                   "points); it ran as a plain cell")
         else:
             metadata["nbgrader"] = nbg
-    tags = meta_in.get("tags")
-    if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
-        metadata["tags"] = list(tags)
+    if "tags" in meta_in:
+        tags = _tags(meta_in["tags"])
+        if tags is not None:
+            metadata["tags"] = tags
+        elif not why:
+            why = (f"has tags that are not distinct short names (at most {MAX_TAGS} of {MAX_ID_CHARS} characters); "
+                   "they were left out")
     make = {"code": new_code_cell, "markdown": new_markdown_cell, "raw": new_raw_cell}[raw["cell_type"]]
-    cell = make(_text(raw.get("source", "")), metadata=metadata)
+    cell = make(writable(_text(raw.get("source", ""))), metadata=writable(metadata))
     cell["id"] = cell_id
     return cell, why
 
@@ -106,16 +162,21 @@ def clean_notebook(data: Any) -> Cleaned:
     if not isinstance(cells, list):
         old = " (an nbformat 3 notebook: open it in JupyterLab and save it again)" if "worksheets" in data else ""
         return Cleaned(None, f"it is JSON but not a notebook: it has no list of cells{old}")
+    if len(cells) > MAX_CELLS:
+        return Cleaned(None, f"it has {len(cells):,} cells; the grader reads notebooks of at most {MAX_CELLS:,}")
     repairs: list[str] = []
     if data.get("nbformat") != 4:
-        repairs.append(f"it says nbformat {data.get('nbformat')!r}; it was read as nbformat 4")
+        version = data.get("nbformat")
+        shown = repr(version) if isinstance(version, (int, str, type(None))) and len(repr(version)) <= 20 else "?"
+        repairs.append(f"it says nbformat {shown}; it was read as nbformat 4")
     ids: set[str] = set()
     clean = []
     for number, raw in enumerate(cells, 1):
         cell, why = _cell(raw, number, ids)
         clean.append(cell)
         if why:
-            repairs.append(f"cell {number} {why}" + ("" if "plain cell" in why else "; it was left out"))
+            left = "plain cell" in why or "were left out" in why
+            repairs.append(f"cell {number} {why}" + ("" if left else "; it was left out"))
     nb = new_notebook(cells=clean)
     return Cleaned(dict(_plain(nb)), "", tuple(repairs))
 
@@ -129,11 +190,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _depth(value: Any, stop: int) -> int:
+    """How deeply ``value`` nests lists and dicts, counted without recursion (giving up past ``stop``)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, depth)
+            if deepest > stop:
+                break
+            todo.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
 def _mime_value(mime: str, value: Any) -> Any:
-    """A MIME bundle entry as nbformat allows it (JSON types any JSON, others text), else None."""
+    """A MIME bundle entry as nbformat allows it (JSON types any JSON within MAX_OUTPUT_DEPTH, others text),
+    else None."""
     if mime == "application/json" or mime.endswith("+json"):
-        return value
-    return _text(value)
+        return writable(value) if _depth(value, MAX_OUTPUT_DEPTH) <= MAX_OUTPUT_DEPTH else None
+    text = _text(value)
+    return None if text is None else writable(text)
 
 
 def clean_outputs(outputs: list) -> list[dict]:
@@ -148,19 +224,21 @@ def clean_outputs(outputs: list) -> list[dict]:
             text = _text(out.get("text"))
             if text is not None:
                 kept.append({"output_type": "stream", "name": "stderr" if out.get("name") == "stderr" else "stdout",
-                             "text": text})
+                             "text": writable(text)})
             continue
         if kind == "error":
             tb = out.get("traceback")
-            kept.append({"output_type": "error", "ename": str(out.get("ename", "")), "evalue": str(out.get("evalue", "")),
-                         "traceback": [t for t in tb if isinstance(t, str)] if isinstance(tb, list) else []})
+            kept.append({"output_type": "error", "ename": writable(_short(out.get("ename", ""), MAX_ID_CHARS)),
+                         "evalue": writable(_short(out.get("evalue", ""), MAX_EVALUE_CHARS)),
+                         "traceback": [writable(t) for t in tb if isinstance(t, str)] if isinstance(tb, list) else []})
             continue
         data = out.get("data") if isinstance(out.get("data"), dict) else {}
-        bundle = {m: v for m, v in ((m, _mime_value(m, v)) for m, v in data.items() if isinstance(m, str))
+        bundle = {writable(m): v for m, v in ((m, _mime_value(m, v)) for m, v in data.items() if isinstance(m, str))
                   if v is not None}
         if not bundle:
             continue
         meta = out.get("metadata") if isinstance(out.get("metadata"), dict) else {}
+        meta = writable(meta) if _depth(meta, MAX_OUTPUT_DEPTH) <= MAX_OUTPUT_DEPTH else {}
         new = {"output_type": kind, "data": bundle, "metadata": meta}
         if kind == "execute_result":
             count = out.get("execution_count")
@@ -169,4 +247,5 @@ def clean_outputs(outputs: list) -> list[dict]:
     return kept
 
 
-__all__ = ["CELL_TYPES", "Cleaned", "OUTPUT_TYPES", "clean_notebook", "clean_outputs"]
+__all__ = ["CELL_TYPES", "Cleaned", "MAX_CELLS", "MAX_ID_CHARS", "MAX_OUTPUT_DEPTH", "MAX_POINTS", "MAX_TAGS",
+           "OUTPUT_TYPES", "clean_notebook", "clean_outputs"]

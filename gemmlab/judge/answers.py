@@ -41,6 +41,12 @@ JUDGE_ENV = "GEMMLAB_JUDGE"
 ANSWER_FD_ENV = "GEMMLAB_ANSWER_FD"
 #: Longest answer reply the judge reads.
 MAX_REPLY_CHARS = plain.MAX_CHARS + 4096
+#: Most characters the description of a notebook's answers takes, all names together (a value that does not fit
+#: in what is left is described as not crossing, with this limit named): answers are functions, layouts and a few
+#: numbers; one of 200 MB took the grader to 2 GB and the judge to 6 GB.
+MAX_DESCRIPTION_CHARS = 4 << 20
+#: Deepest nesting of a description's JSON (its values are plain-data strings inside it).
+DESCRIPTION_DEPTH = 8
 #: Most calls :meth:`Answer.each` sends in one request.
 MAX_CALLS_AT_ONCE = 1 << 16
 
@@ -149,7 +155,22 @@ def _fact(kernel: Any, fact: str) -> Any:
 
 
 def describe(namespace: dict[str, Any], names: list[str]) -> str:
-    """For each of ``names`` in the student's ``namespace``: how the judge should bind it (JSON)."""
+    """For each of ``names`` in the student's ``namespace``: how the judge should bind it (JSON), within
+    :data:`MAX_DESCRIPTION_CHARS` in all."""
+    out = _described(namespace, names)
+    left = MAX_DESCRIPTION_CHARS - 200 * len(out)
+    for name, entry in out.items():
+        size = len(json.dumps(entry))
+        if size > left:
+            out[name] = {"kind": "opaque", "why": f"{name}: its value takes {size:,} characters as data, and a "
+                         f"notebook's answers may take {MAX_DESCRIPTION_CHARS:,} in all, so it does not reach the tests. "
+                         "An answer is a function, a layout or a few numbers, not a large table."}
+            size = len(json.dumps(out[name]))
+        left -= size
+    return json.dumps(out)
+
+
+def _described(namespace: dict[str, Any], names: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in names:
         if name not in namespace:
@@ -174,7 +195,7 @@ def describe(namespace: dict[str, Any], names: list[str]) -> str:
                 out[name] = {"kind": "function", "done": bool(function_done(value))}
             else:
                 out[name] = {"kind": "opaque", "why": str(exc)}
-    return json.dumps(out)
+    return out
 
 
 def serve(namespace: dict[str, Any], request: str) -> str:
@@ -484,12 +505,12 @@ def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any], kernel: int
 
 def _reply(name: str, reply_text: Any, limit: int = MAX_REPLY_CHARS) -> dict[str, Any]:
     """The student's kernel's reply as a dict, or the AnswerError that says what went wrong."""
-    if not isinstance(reply_text, str) or len(reply_text) > limit:
+    if not isinstance(reply_text, str):
         raise AnswerError(f"{name}(...): your notebook's kernel sent no usable answer.")
     try:
-        reply = json.loads(reply_text)
-    except ValueError:
-        raise AnswerError(f"{name}(...): your notebook's kernel did not answer ({reply_text[:200]}).") from None
+        reply = plain.loads(reply_text, "the reply", limit)
+    except plain.NotPlainData as exc:
+        raise AnswerError(f"{name}(...): your notebook's kernel did not answer usably ({str(exc)[:300]}).") from None
     if not isinstance(reply, dict):
         raise AnswerError(f"{name}(...): your notebook's kernel sent no usable answer.")
     if "error" in reply:
@@ -724,9 +745,10 @@ def bind(namespace: dict[str, Any], description: str, names: list[str] | None = 
     (the grader's list of the student's answer names), any other name in the description is ignored: a forged
     description cannot rebind the instructor's names (a helper, a flag such as 07's ``BLACKWELL``)."""
     try:
-        described = json.loads(description)
-    except ValueError:
-        raise AnswerError("the description of your answers is not JSON: the notebook's kernel was tampered with.") from None
+        described = plain.loads(description, "the description of your answers", MAX_DESCRIPTION_CHARS + 65536,
+                                DESCRIPTION_DEPTH)
+    except plain.NotPlainData as exc:
+        raise AnswerError(f"{exc} Your notebook's kernel did not describe its answers as the grader asked.") from None
     if not isinstance(described, dict):
         raise AnswerError("the description of your answers is malformed.")
     _REPLAYS.clear()
@@ -759,6 +781,6 @@ def bind(namespace: dict[str, Any], description: str, names: list[str] | None = 
     return bound
 
 
-__all__ = ["ANSWER_FD_ENV", "Answer", "AnswerError", "CompiledAnswer", "DslAnswer", "KERNEL_FACTS", "KERNEL_MARK", "JUDGE_ENV", "NeedsStudentProcess", "Opaque", "SocketChannel",
+__all__ = ["ANSWER_FD_ENV", "DESCRIPTION_DEPTH", "MAX_DESCRIPTION_CHARS", "Answer", "AnswerError", "CompiledAnswer", "DslAnswer", "KERNEL_FACTS", "KERNEL_MARK", "JUDGE_ENV", "NeedsStudentProcess", "Opaque", "SocketChannel",
            "StudentProcessOnly", "TENSOR_MARK", "record_launches", "recording_launches", "serve_in_background",
            "bind", "channel", "describe", "in_judge", "serve"]

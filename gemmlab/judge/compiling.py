@@ -3,8 +3,10 @@
 Why a child of its own: the limit must bound NVRTC (a template-heavy kernel or a compile bomb can
 take many GB) but not the judge, whose CUDA context reserves far more address space than it
 uses. ``gemmlab.compile``'s worker inherits the limits of the process that starts it, so this
-child (started with the limit) compiles through the usual ``compile_to`` with its time limit and
-answers the :class:`~gemmlab.compilation.record.Compiled` record, or the error, as JSON.
+child (started with the limit) compiles through the usual ``compile_to`` with its limit of compiler
+CPU seconds (a busy grading host's waits do not count; the worker's own wall-clock backstop stops a
+starved compile) and answers the :class:`~gemmlab.compilation.record.Compiled` record, or the error,
+as JSON. Its answer and log are read bounded (:data:`MAX_ANSWER_BYTES`, :data:`LOG_TAIL_BYTES`).
 
 Child side: ``python -m gemmlab.judge.compiling`` reads ``{"spec": ..., "arch": ..., "timeout_s":
 ...}`` on stdin.
@@ -12,11 +14,14 @@ Child side: ``python -m gemmlab.judge.compiling`` reads ``{"spec": ..., "arch": 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
-from typing import Any
+import tempfile
+from typing import IO, Any
 
 from ..compilation.record import Compiled
+from ..compilation.worker import wall_backstop
 from ..errors import CompileError, CompileTimeoutError, GemmlabError, ToolchainError
 from .client import judge_environment
 from .spec import KernelSpec
@@ -38,20 +43,44 @@ def _limited(nbytes: int | None) -> Any:
     return limit
 
 
+#: Largest answer read from the compile process (the record holds the PTX and cubin of the student's kernel).
+MAX_ANSWER_BYTES = 256 << 20
+#: How much of the compile process's log is kept for a message.
+LOG_TAIL_BYTES = 8192
+#: Extra wall-clock seconds the compile process gets beyond its worker's own backstop (Python and NVRTC start-up).
+START_S = 60.0
+
+
+def _tail(stream: IO[bytes]) -> str:
+    size = stream.seek(0, os.SEEK_END)
+    stream.seek(max(0, size - LOG_TAIL_BYTES))
+    return stream.read().decode("utf-8", "replace")
+
+
 def compile_limited(spec: KernelSpec, arch: str, timeout_s: float, memory_bytes: int | None) -> Compiled:
-    """Compile ``spec`` for ``arch`` in a child limited to ``memory_bytes`` of address space and ``timeout_s``."""
+    """Compile ``spec`` for ``arch`` in a child limited to ``memory_bytes`` of address space and ``timeout_s`` of
+    compiler CPU time."""
     payload = json.dumps({"spec": spec.to_dict(), "arch": arch, "timeout_s": timeout_s}).encode()
+    backstop = wall_backstop(timeout_s) + START_S
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            done = subprocess.run([sys.executable, "-s", "-P", "-m", "gemmlab.judge.compiling"], input=payload,
+                                  stdout=out, stderr=err, timeout=backstop, env=judge_environment(),
+                                  preexec_fn=_limited(memory_bytes))
+        except subprocess.TimeoutExpired:
+            raise CompileTimeoutError(f"compiling kernel '{spec.name}' was stopped after {backstop:.0f} s on the clock "
+                                      f"(its allowance is {timeout_s:g} s of compiler CPU): the grading machine was "
+                                      "too busy to finish it.", timeout_s, wall_s=backstop) from None
+        out.seek(0)
+        raw = out.read(MAX_ANSWER_BYTES + 1)
+        log = _tail(err)
+    if len(raw) > MAX_ANSWER_BYTES:
+        raise ToolchainError(f"the compiled kernel '{spec.name}' (its PTX and cubin) takes more than "
+                             f"{MAX_ANSWER_BYTES >> 20} MB, more than the judge reads: make the kernel smaller.")
     try:
-        done = subprocess.run([sys.executable, "-s", "-P", "-m", "gemmlab.judge.compiling"], input=payload,
-                              capture_output=True, timeout=timeout_s + 30, env=judge_environment(),
-                              preexec_fn=_limited(memory_bytes))
-    except subprocess.TimeoutExpired:
-        raise CompileTimeoutError(f"compiling kernel '{spec.name}' ran past {timeout_s:g} s and was stopped.",
-                                  timeout_s) from None
-    try:
-        answer = json.loads(done.stdout)
+        answer = json.loads(raw)
     except ValueError:
-        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["(no log)"]
+        tail = log.strip().splitlines()[-1:] or ["(no log)"]
         raise ToolchainError(f"the judge's compile process ended without an answer (status {done.returncode}; "
                              f"memory limit {memory_bytes or 0:,} bytes): {tail[0][:300]}") from None
     if "error" in answer:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 from typing import Any
 
 from .errors import JudgeError
@@ -20,6 +21,8 @@ from .errors import JudgeError
 MAX_DEPTH = 24
 #: Largest encoded value in characters (arrays included).
 MAX_CHARS = 64 << 20
+#: Deepest JSON nesting read at all from a student's process (:func:`loads`), before any parser recurses into it.
+MAX_JSON_DEPTH = 64
 #: numpy dtypes an array may have.
 ARRAY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                 "float16", "float32", "float64")
@@ -216,15 +219,46 @@ def _decode(node: Any, depth: int) -> Any:
     raise NotPlainData(f"unknown plain-data tag {str(tag)[:40]!r}.")
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_depth(text: str, stop: int | None = None) -> int:
+    """How deeply the JSON ``text`` nests arrays and objects (counted without parsing it; ``stop``: give up and
+    return as soon as it is deeper)."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        if match.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if stop is not None and deepest > stop:
+                break
+        else:
+            depth -= 1
+    return deepest
+
+
+def loads(text: Any, what: str, max_chars: int = MAX_CHARS, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """JSON that a student's process sent (``what`` names it in messages), read only when it takes at most
+    ``max_chars`` characters and nests at most ``max_depth`` levels; :class:`NotPlainData` naming the limit
+    otherwise. Why: a description nested 200,000 deep failed a whole notebook with a RecursionError, and one of
+    200 MB took the grader to 2 GB."""
+    if not isinstance(text, str):
+        raise NotPlainData(f"{what} is not text.")
+    if len(text) > max_chars:
+        raise NotPlainData(f"{what} takes {len(text):,} characters; at most {max_chars:,} are read.")
+    if json_depth(text, stop=max_depth) > max_depth:
+        raise NotPlainData(f"{what} is nested more than {max_depth} levels deep; at most {max_depth} are read.")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise NotPlainData(f"{what} is not JSON ({str(exc)[:200]}).") from None
+
+
 def decode(text: str) -> Any:
     """The value :func:`encode` wrote, built from the judge's own types; :class:`NotPlainData` otherwise."""
-    if not isinstance(text, str) or len(text) > MAX_CHARS:
-        raise NotPlainData("the answer is not a JSON string within the size limit.")
-    try:
-        node = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise NotPlainData(f"the answer is not JSON ({exc}).") from None
-    return _decode(node, 0)
+    return _decode(loads(text, "the answer", MAX_CHARS, MAX_DEPTH * 3 + 8), 0)   # a plain level is up to 3 JSON levels
 
 
-__all__ = ["ARRAY_DTYPES", "MAX_CHARS", "MAX_DEPTH", "NotPlainData", "decode", "encode"]
+__all__ = ["ARRAY_DTYPES", "MAX_CHARS", "MAX_DEPTH", "MAX_JSON_DEPTH", "NotPlainData", "decode", "encode", "json_depth",
+           "loads"]

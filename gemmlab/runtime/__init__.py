@@ -26,9 +26,10 @@ CUDA driver. The contract (everything named here is public and documented in its
   and ``TENSOR_MAP_BYTES``, how a recorded DSL launch marks a TMA descriptor parameter.
 - ``memory``: ``GuardedMatrix`` (guard zones, NaN poison, ``guard_writes()``, ``unwritten()``)
   and its ``GUARD_BYTES``/``SENTINEL_BITS``/``POISON_BITS``.
-- ``printf``: ``uses_printf(ptx)``, ``captured_fd_output(fd)``, ``forward_device_printf(sync)``.
+- ``printf``: ``uses_printf(ptx)``, ``captured_fd_output(fd)``, ``forward_device_printf(sync)`` (a cell
+  shows its first 200 lines of device printf, then how much was dropped).
 - ``faults``: the one classification of GPU failures (``classify``, ``cuda_error_name``) and the
-  per-process lost-context state (``mark_lost``, ``raise_if_lost``, ``lost_reason``);
+  per-process lost-context state (``mark_lost``, ``raise_if_lost``, ``lost_reason``, ``context_state``);
   ``error_for(CUresult, what)`` and ``translate(exc, what)`` give the error a student acts on:
   ``ContextLostError`` for sticky faults, ``KernelError`` otherwise. Used alike by
   ``Kernel``, the DSL path, ``run_isolated`` and the grader.

@@ -141,6 +141,25 @@ def lost_reason() -> str | None:
     return _lost
 
 
+def context_state() -> str:
+    """Whether this process can still use the GPU, asked after something failed: ``"lost"`` (a sticky fault: only
+    a fresh process can), ``"busy"`` (work still runs on torch's current stream: a kernel that hangs), or
+    ``"usable"``. Never waits and never creates a CUDA context; the grader asks it instead of reading an error's
+    text, which a student's code can write."""
+    if _lost is not None:
+        return "lost"
+    import sys
+
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or not cuda.is_initialized():
+        return "usable"
+    try:
+        return "usable" if cuda.current_stream().query() else "busy"
+    except Exception:  # noqa: BLE001 - any error from the driver now is the sticky one
+        return "lost"
+
+
 def raise_if_lost() -> None:
     """Fail fast, before touching the GPU, when an earlier kernel broke the context."""
     if _lost is not None:
@@ -202,6 +221,6 @@ def translate(exc: BaseException, what: str) -> BaseException:
 
 
 __all__ = [
-    "Fault", "classify", "cuda_error_name", "error_for", "lost_message", "lost_reason", "mark_lost",
+    "Fault", "classify", "context_state", "cuda_error_name", "error_for", "lost_message", "lost_reason", "mark_lost",
     "raise_if_lost", "result_name", "result_text", "translate",
 ]

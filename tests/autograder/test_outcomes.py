@@ -245,6 +245,55 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=1500)
 
 
+def _gid_index(nb: dict, gid: str) -> int:
+    return next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == gid)
+
+
+def _hostile_metadata_and_fault_words(nb: dict) -> str:
+    """What a hostile student tried against notebook 00 (each broke a whole class or an honest grade before):
+    a lone surrogate in an added markdown cell, forged copies of a locked test claiming 10**400 points and
+    `grade: true` without points, repeated tags, and an answer that raises with CUDA fault words (in the judge's
+    test it arrives as an error's text; the judge must not be restarted for it)."""
+    import copy
+
+    nb = copy.deepcopy(nb)
+    at = _gid_index(nb, "place_solution")
+    nb["cells"][at]["source"] = ("def place_kernel(M, N, K, tile_m, tile_n, peak_tflops, bw_gbps):\n"
+                                 "    raise RuntimeError('CUDA error: an illegal memory access was encountered "
+                                 "(CUDA_ERROR_ILLEGAL_ADDRESS) ContextLostError KernelTimeoutError')\n")
+    nb["cells"][at].setdefault("metadata", {})["tags"] = ["mine", "mine"]
+    test = nb["cells"][_gid_index(nb, "test_naive")]
+    forged = [copy.deepcopy(test), copy.deepcopy(test)]
+    forged[0]["metadata"]["nbgrader"]["points"] = 10 ** 400
+    del forged[1]["metadata"]["nbgrader"]["points"]
+    marks = {"cell_type": "markdown", "metadata": {"tags": ["mine", "mine"]}, "source": "my notes \udc80 end"}
+    nb["cells"][at + 1:at + 1] = [marks, *forged]
+    return gf.dumps_big_ints(nb)
+
+
+def _describes_without_end(nb: dict) -> str:
+    """A cell that makes the student's kernel describe its answers as JSON nested 200,000 deep."""
+    import copy
+
+    nb = copy.deepcopy(nb)
+    nb["cells"].insert(_gid_index(nb, "naive_solution") + 1, {
+        "cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+        "source": "import gemmlab.judge.answers as _a\n_a.describe = lambda namespace, names: '[' * 200000\n"})
+    return json.dumps(nb)
+
+
+#: Hand-ins of notebook 00 a hostile student made: kind -> (file text from the solved notebook, tests it loses
+#: besides the GPU test, or None when it is refused, and words its refusal or an event must hold).
+HOSTILE_00 = {
+    "digits5000": (lambda nb: gf.dumps_big_ints(dict(nb, metadata={**nb.get("metadata", {}), "x": 7 * 10 ** 5000})),
+                   None, "4300 digits"),
+    "nested150": (lambda nb: json.dumps(dict(nb, metadata={"deep": json.loads("[" * 150 + "]" * 150)})), None,
+                  "nests more than 100 levels"),
+    "hostile_metadata": (_hostile_metadata_and_fault_words, ("test_place",), "plain cell"),
+    "describes_without_end": (_describes_without_end, ("test_tiled", "test_place"), "nested more than 8 levels"),
+}
+
+
 @needs_bwrap
 def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Path) -> None:
     name, source, release = _marked_source()
@@ -254,7 +303,8 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Pa
         (root / folder / A / name).write_text(json.dumps(nb))
     handins = tmp_path / "handins"
     solved = gf.solved(source, release)
-    files = {"perfect": json.dumps(solved), **{k: make(solved) for k, make in gf.MALFORMED.items()}}
+    files = {"perfect": json.dumps(solved), **{k: make(solved) for k, make in gf.MALFORMED.items()},
+             **{k: make(solved) for k, (make, _, _) in HOSTILE_00.items()}}
     for student, text in files.items():
         (handins / student / A).mkdir(parents=True)
         (handins / student / A / name).write_text(text)
@@ -298,6 +348,43 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Pa
     only = tmp_path / "one.csv"
     proc = _cli("--course", str(root), "export", "--out", str(only), "--student", "json_list")
     assert proc.returncode == 0 and [r["student"] for r in csv.DictReader(only.open())] == ["json_list"]
+    _hostile_hand_ins_hurt_only_themselves(root, name, results, full - gpu_points)
+    # a later run reuses and records every earlier result again (one holds a character no file can hold) without
+    # a crash, and leaves the gradebook as the results say
+    proc = _cli("--course", str(root), "autograde", A, "--workers", "2")
+    assert proc.returncode == 1 and "unchanged attempts reused" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    from autograder.harness.store import gradebook_scores
+
+    scores = gradebook_scores(f"sqlite:///{root / 'autograder' / 'gradebook.db'}", A)
+    assert {s: scores[s][0] for s in results} == {s: r["score"] for s, r in results.items()}, "gradebook = results"
+
+
+def _hostile_hand_ins_hurt_only_themselves(root: Path, name: str, results: dict, graded_full: float) -> None:
+    """Each hostile hand-in of notebook 00 is refused with its limit named, or graded losing only the tests its
+    answers fail, with its notebook recorded and its feedback written."""
+    cells = json.loads((root / "solutions" / A / name).read_text())["cells"]
+    points = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"].get("points", 0) for c in cells
+              if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    for student, (_, lost, words) in HOSTILE_00.items():
+        r = results[student]
+        if lost is None:
+            assert r["score"] == 0 and words in r["not_graded"][0], (student, r["not_graded"])
+            continue
+        by_id = {c["grade_id"]: c for c in r["cells"]}
+        assert r["score"] == graded_full - sum(points[g] for g in lost), (student, [(c["grade_id"], c["status"],
+                                                                                     c["message"]) for c in r["cells"]])
+        assert all(by_id[g]["status"] == "failed" for g in lost), by_id
+        assert any(words in e for e in r["events"]), (student, r["events"])
+        assert not any("restarted" in e or "left the GPU context" in e for e in r["events"]), (student, r["events"])
+        assert (root / "autograder" / "autograded" / student / A / name).exists()
+        assert (root / "autograder" / "feedback" / student / A / "feedback.html").exists()
+    marks = (root / "autograder" / "autograded" / "hostile_metadata" / A / name).read_text(encoding="utf-8")
+    assert "my notes \ufffd end" in marks, "the lone surrogate is kept as U+FFFD"
+    fault = {c["grade_id"]: c for c in results["hostile_metadata"]["cells"]}
+    assert "illegal memory access" in fault["test_place"]["evalue"] and fault["test_tiled"]["status"] == "passed", fault
+    nested = {c["grade_id"]: c for c in results["describes_without_end"]["cells"]}["test_tiled"]
+    assert "nested more than 8 levels" in nested["evalue"], nested
 
 
 def _exit_on_first_attempt(marks: str, job):

@@ -8,7 +8,7 @@ import pytest
 from autograder.harness.inkernel import parse_probe
 from autograder.harness.kernel import CellRun
 from autograder.harness.outputs import for_feedback, take_published, withhold
-from autograder.harness.runner import leaves_gpu_unusable
+from autograder.harness.runner import FAULT_CLASSES, GPU_STATE, leaves_gpu_unusable
 from autograder.records import PublishedResult
 from gemmlab.report import RESULT_MIME, payload
 
@@ -43,17 +43,53 @@ def test_feedback_outputs_drop_tracebacks_and_withhold_hidden_lines() -> None:
     assert withhold("fine", hidden) == "fine" and "withheld" in withhold(hidden[0], hidden)
 
 
-@pytest.mark.parametrize("ename, evalue, fresh", [
-    ("AcceleratorError", "CUDA error: an illegal memory access was encountered", True),
-    ("ContextLostError", "the CUDA context is lost", True),
-    ("KernelTimeoutError", "the kernel did not finish within 20 s", True),
-    ("RuntimeError", "CUDA error: misaligned address", True),
-    ("OutOfMemoryError", "CUDA out of memory. Tried to allocate 2.00 GiB", False),
-    ("AssertionError", "square(3) should be 9", False),
+class _Kernel:
+    """A kernel's account of its GPU, as GPU_STATE asks it (``None``: it does not answer)."""
+
+    km = object()
+
+    def __init__(self, state: str | None) -> None:
+        self.state, self.asked = state, 0
+
+    def alive(self) -> bool:
+        return True
+
+    def evaluate(self, expression: str, timeout_s: float) -> tuple[bool, str]:
+        self.asked += 1
+        assert expression == GPU_STATE
+        return (False, "it did not answer within 30 s") if self.state is None else (True, repr(self.state))
+
+
+@pytest.mark.parametrize("ename, evalue, state, fresh", [
+    ("ContextLostError", "the CUDA context is lost", "usable", True),        # gemmlab's class: no need to ask
+    ("KernelTimeoutError", "the kernel did not finish within 20 s", "usable", True),
+    ("AcceleratorError", "CUDA error: an illegal memory access was encountered", "lost", True),
+    ("RuntimeError", "CUDA error: misaligned address", "lost", True),
+    ("RuntimeError", "a kernel still runs", "busy", True),
+    ("AssertionError", "square(3) should be 9", None, True),                 # a kernel that does not answer
+    ("OutOfMemoryError", "CUDA out of memory. Tried to allocate 2.00 GiB", "usable", False),
+    # the student's words in an error, with the kernel's GPU fine: no restart (it cost the judge three before)
+    ("AnswerError", "gemm(...) raised RuntimeError: CUDA error: an illegal memory access was encountered", "usable",
+     False),
+    ("AssertionError", "got 'CUDA_ERROR_ILLEGAL_ADDRESS ContextLostError KernelTimeoutError'", "usable", False),
 ])
-def test_errors_that_need_a_fresh_kernel(ename: str, evalue: str, fresh: bool) -> None:
-    assert leaves_gpu_unusable(CellRun("error", ename=ename, evalue=evalue)) is fresh
-    assert not leaves_gpu_unusable(CellRun("timeout", ename=ename, evalue=evalue))
+def test_errors_that_need_a_fresh_kernel_are_told_from_trusted_signals(ename: str, evalue: str, state: str | None,
+                                                                       fresh: bool) -> None:
+    kernel = _Kernel(state)
+    assert leaves_gpu_unusable(CellRun("error", ename=ename, evalue=evalue), kernel) is fresh
+    assert kernel.asked == (0 if ename in FAULT_CLASSES else 1)
+    assert not leaves_gpu_unusable(CellRun("timeout", ename=ename, evalue=evalue), kernel)
+
+
+def test_the_gpu_state_a_kernel_gives_never_creates_a_context() -> None:
+    """GPU_STATE asks a kernel's own gemmlab: without CUDA in use it says "usable" without touching the GPU."""
+    import sys
+
+    from gemmlab.runtime import faults
+
+    assert eval(GPU_STATE) == ("usable" if faults.lost_reason() is None else "lost")
+    torch = sys.modules.get("torch")
+    assert torch is None or not torch.cuda.is_initialized()
 
 
 def test_probe_answer_must_carry_our_nonce_and_a_list_of_strings() -> None:

@@ -252,7 +252,7 @@ def test_a_kernel_that_cannot_start_says_why_within_seconds(tmp_path: Path) -> N
     t0 = time.monotonic()
     with pytest.raises(KernelStartError) as err:
         k.start()
-    assert time.monotonic() - t0 < 15, "the grader waited for a kernel that had already exited"
+    assert time.monotonic() - t0 < 60, "the grader waited (120 s) for a kernel that had already exited"
     assert "exited with status" in err.value.reason
     assert "encodings" in err.value.reason or "Fatal Python error" in err.value.reason, err.value.reason
 
@@ -271,7 +271,7 @@ def test_a_kernel_that_stops_answering_is_stopped_within_seconds(tmp_path: Path,
     finally:
         k.kill()
     assert run.status == "died" and "did not answer" in run.message, (run.status, run.message)
-    assert took < 15
+    assert took < 60, "stopped after ANSWER_S (3 s), not at the cell's limit (120 s)"
 
 
 # --------------------------------------------------------------------------- interrupts

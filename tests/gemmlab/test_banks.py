@@ -155,9 +155,9 @@ def test_ldmatrix_conflicts_rows():
 def test_half_tile_copy_is_fast():
     plain = pycute.ComposedLayout(pycute.Swizzle(3, 3, 3), 0, pycute.Layout((128, 64), (64, 1)))
     banks.copy_conflicts(plain, _row_copy(), 2, "st128")
-    t0 = time.perf_counter()
+    t0 = time.process_time()          # CPU seconds: a busy machine's waits do not count
     banks.copy_conflicts(plain, _row_copy(), 2, "st128")
-    assert time.perf_counter() - t0 < 0.05
+    assert time.process_time() - t0 < 0.05
 
 
 def test_with_gemmlab_layout_objects():

@@ -89,10 +89,10 @@ def test_tiled_mma_every_element_has_an_owner(atoms):
 def test_big_tv_picture_is_fast_and_unlabelled():
     tv = pycute.Layout((128, 128), (1, 128))
     _png(draw.tv_layout(tv, (128, 128)))  # warm up fonts and the PNG writer
-    t0 = time.perf_counter()
+    t0 = time.process_time()          # CPU seconds: a busy machine's waits do not count
     fig = draw.tv_layout(tv, (128, 128))
     _png(fig)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     assert _texts(fig) == []
 
 

@@ -256,6 +256,19 @@ def solved(source: dict, release: dict) -> dict:
     return nb
 
 
+def dumps_big_ints(value: object) -> str:
+    """``value`` as JSON, integers of any length included (Python refuses to write one of over 4,300 digits
+    unless told; a hostile hand-in holds one)."""
+    import sys
+
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        return json.dumps(value)
+    finally:
+        sys.set_int_max_str_digits(before)
+
+
 def _answer_index(nb: dict) -> int:
     return next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
 

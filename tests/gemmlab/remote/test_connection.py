@@ -5,7 +5,6 @@ judge reads the kernel's behaviour from its name (``*_wrong``: wrong in the last
 """
 from __future__ import annotations
 
-import time
 from typing import Iterator
 
 import pytest
@@ -144,10 +143,9 @@ def test_an_unreachable_or_slow_pool_is_a_clear_error(pool: FakePool) -> None:
         gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
     with FakePool() as slow:
         gemmlab.connect(slow.url, "slow", timeout_s=1, verify=False)
-        start = time.monotonic()
         with pytest.raises(PoolUnavailableError, match="did not answer within 1 s"):
             gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
-        assert time.monotonic() - start < 2.5
+        # the slow pool answers after 3 s: an error (not its answer) proves the client stopped waiting at 1 s
 
 
 @pytest.mark.parametrize("url, token, message", [
