@@ -41,7 +41,7 @@ _LAZY = {
     "disconnect": ("gemmlab.remote", "disconnect"),
 }
 _SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "copy_check", "bench", "roofline_math", "perfbar", "isolate",
-               "integrity", "timing", "runtime", "remote"}
+               "integrity", "timing", "runtime", "remote", "techniques"}
 
 __all__ = [
     "CompileError", "CompileTimeoutError", "ContextLostError", "GemmlabError", "KernelError", "KernelTimeoutError",

@@ -13,7 +13,7 @@ rows may launch a fallback variant that copies element by element (06's odd K); 
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .check import Check
 from .images import MachineCode, images_of_plan, program
@@ -43,9 +43,10 @@ def verdict_of(code: MachineCode, checks: Sequence[Check], what: str) -> Techniq
     return TechniqueReport(what, [(code.label, c(p)) for c in checks])
 
 
-def bind_checks_to_launches(target: Any, checks: Sequence[Check], checked: Sequence[MachineCode], what: str) -> None:
-    """Hold every later launch of ``target`` (a judge-side answer) to ``checks`` (see the module's docstring)."""
-    from ..judge.answers import guard_launches
+def bind_checks_to_launches(target: Any, checks: Sequence[Check], checked: Sequence[MachineCode], what: str,
+                            register: bool = True) -> Callable[[Any, list[dict[str, Any]]], None]:
+    """Hold every later launch of ``target`` (a judge-side answer) to ``checks`` (see the module's docstring);
+    returns the guard (``register=False``: only returns it)."""
 
     verdicts: dict[tuple[str, str | None], TechniqueReport] = {}
     for code in checked:
@@ -63,7 +64,11 @@ def bind_checks_to_launches(target: Any, checks: Sequence[Check], checked: Seque
                 raise TechniqueError("the kernel launched for these tensors is not the kernel whose techniques were "
                                      "checked, and it lacks them.\n" + report.message())
 
-    guard_launches(target, guard)
+    if register:
+        from ..judge.answers import guard_launches
+
+        guard_launches(target, guard)
+    return guard
 
 
 def in_judge_answer(target: Any) -> bool:

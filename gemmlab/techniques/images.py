@@ -143,8 +143,9 @@ def images_of_plan(plan: dict, label: str) -> list[MachineCode]:
     """One :class:`MachineCode` per kernel a recorded plan launches (checked the way the judge checks a plan)."""
     from ..judge.dsl_replay import Launch, parse_plan
 
-    images, _buffers, steps, _maps = parse_plan(plan, len([b for b in plan.get("buffers") or []
-                                                          if isinstance(b, dict) and b.get("argument") is not None]))
+    arguments = [b.get("argument") for b in (plan.get("buffers") or []) if isinstance(b, dict)]
+    count = 1 + max((a for a in arguments if isinstance(a, int) and not isinstance(a, bool)), default=-1)
+    images, _buffers, steps, _maps = parse_plan(plan, count)
     out: list[MachineCode] = []
     seen: set[tuple[str, str]] = set()
     for step in steps:

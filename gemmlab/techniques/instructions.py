@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .check import PLACE, Check, Finding, check_where, failed, no_main_loop, passed, signature
 from .program import Program, Site
-from .semantics import KINDS, TENSOR_CORE, classify
+from .semantics import KINDS, NOUNS, TENSOR_CORE, classify
 
 #: What ``mma(kind)`` accepts besides a shape.
 MMA_KINDS = {"mma.sync": "mma.sync", "wgmma": "wgmma", "tcgen05": "tcgen05.mma", "any": None}
@@ -90,7 +90,7 @@ def instructions(kind: str, count: int | None = None, at_least: int | None = 1, 
     check_where(where)
     name = signature("instructions", kind=kind, count=count, at_least=at_least if at_least != 1 else None,
                      where=where if where != "anywhere" else None, detail=detail)
-    what = KINDS[kind].split(" (")[0]
+    what = NOUNS[kind] + (f" ({detail})" if detail else "")
 
     def run(p: Program) -> Finding:
         early = no_main_loop(p, name, where)
@@ -101,9 +101,9 @@ def instructions(kind: str, count: int | None = None, at_least: int | None = 1, 
             found = [s for s in found if s.block not in p.spin_blocks]
         problem = _count_message(len(found), count, at_least if count is None else None)
         if problem:
-            return failed(name, f"{PLACE[where]}: {problem} of {what}{f' ({detail})' if detail else ''}: "
-                                f"{KINDS[kind]}.", found)
-        return passed(name, f"{len(found)} of {what} {PLACE[where]}.", found)
+            return failed(name, f"{PLACE[where]}: {problem} {what}. ({KINDS[kind][0].upper()}{KINDS[kind][1:]}.)",
+                          found)
+        return passed(name, f"{len(found)} {what} {PLACE[where]}.", found)
 
     return Check(name, KINDS[kind], run)
 

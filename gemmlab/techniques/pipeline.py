@@ -220,15 +220,16 @@ def copies_land_before_reads(pending: int = 0, where: str = "anywhere") -> Check
     return Check(name, "copies waited for (commit, wait, barrier) before shared memory is read", run)
 
 
-def releases_after_wgmma_wait(in_flight: int = 1) -> Check:
+def releases_after_wgmma_wait(in_flight: int = 1, overlap: bool = False) -> Check:
     """In the main loop, a slot is released (an mbarrier arrival) only when at most ``in_flight`` groups of
     wgmmas may still run: after ``wgmma.wait_group(1)`` the previous k-tile's wgmmas, which read the slot
-    being released, have finished.
+    being released, have finished. ``overlap``: and the current group is still allowed to run then (a release
+    after ``wait_group(0)`` is correct but makes the tensor cores idle while the next wait runs).
 
     Reads: the wgmma groups (HGMMA … gsb0) pending at each plain mbarrier arrive (SYNCS.ARRIVE …ART0) in the
     main loops, after the WARPGROUP.DEPBAR waits.
     """
-    name = signature("releases_after_wgmma_wait", in_flight=in_flight)
+    name = signature("releases_after_wgmma_wait", in_flight=in_flight, overlap=overlap or None)
 
     def run(p: Program) -> Finding:
         early = no_main_loop(p, name, "main_loop")
@@ -245,6 +246,10 @@ def releases_after_wgmma_wait(in_flight: int = 1) -> Check:
                 return failed(name, f"your main loop releases a slot while up to {most} groups of wgmmas may still "
                                     "read shared memory: wgmma is asynchronous, so wait (warpgroup.wait_group) until "
                                     "the wgmmas that read the slot have finished before releasing it.", [Site(b, i, ins)])
+            if overlap and most < in_flight:
+                return failed(name, "your main loop releases a slot only after every wgmma has finished "
+                                    f"(warpgroup.wait_group(0)): keep {in_flight} group running while the slot of the "
+                                    "previous k-tile is released, so the tensor cores stay busy.", [Site(b, i, ins)])
         return passed(name, f"slots are released with at most {in_flight} wgmma group(s) running.")
 
     return Check(name, "a slot released only after the wgmmas that read it", run)

@@ -61,6 +61,20 @@ KINDS = {
     "none": "an instruction whose predicate is never true (it never runs)",
 }
 
+#: Short plural names of the kinds, for messages ("4 TMA stores").
+NOUNS = {"cp.async": "cp.async copies", "cp.async.commit": "cp.async commits", "bulk.commit": "bulk-store commits",
+         "async.wait": "cp.async waits", "tma.load": "TMA loads", "tma.store": "TMA stores", "bulk.copy": "bulk copies",
+         "ldmatrix": "ldmatrix loads", "stmatrix": "stmatrix stores", "mma.sync": "mma.sync instructions",
+         "wgmma": "wgmma instructions", "wgmma.fence": "wgmma fences", "wgmma.wait": "wgmma waits",
+         "tcgen05.mma": "tcgen05.mma instructions", "tcgen05.commit": "tcgen05.commit instructions",
+         "tcgen05.ld": "tcgen05.ld loads", "tcgen05.st": "tcgen05.st stores", "tcgen05.alloc": "TMEM allocations",
+         "tcgen05.dealloc": "TMEM deallocations", "tcgen05.relinquish": "TMEM permit relinquishments",
+         "mbarrier.init": "mbarrier initialisations", "mbarrier.wait": "mbarrier waits",
+         "mbarrier.arrive": "mbarrier arrivals", "mbarrier.expect_tx": "expect-tx arrivals",
+         "barrier": "CTA barriers", "fence": "fences", "elect": "elect instructions", "load": "loads",
+         "store": "stores", "atomic": "atomics", "setmaxnreg": "setmaxnreg instructions", "fma": "FMAs",
+         "nop": "NOPs", "other": "other instructions", "none": "instructions that never run"}
+
 #: Memory spaces as the checks name them.
 SPACES = ("global", "shared", "local", "constant", "generic", "tensor")
 
@@ -206,5 +220,5 @@ def writes_global(ins: Instruction) -> bool:
     return e.kind == "store" and e.space in ("global", "generic")
 
 
-__all__ = ["ASYNC_COPIES", "Effect", "KINDS", "SPACES", "TENSOR_CORE", "classify", "is_tensor_core", "reads_global",
+__all__ = ["ASYNC_COPIES", "Effect", "KINDS", "NOUNS", "SPACES", "TENSOR_CORE", "classify", "is_tensor_core", "reads_global",
            "writes_global"]

@@ -168,6 +168,15 @@ def ring_waits(stages: int) -> Check:
                 return failed(name, f"after the MMAs of k-tile {t} the commit goes to a barrier the producer does not "
                                     f"wait on before refilling slot {t % stages}: commit to that slot's empty barrier.",
                               [commits[0].site])
+        last = tiles[-1][-1].site.ins.address
+        after = [e for e in events if e.site.ins.address > last]
+        committed = {e.args.get("barrier") for e in after if e.kind == "tcgen05.commit"}
+        waited = [e for e in after if e.kind == "mbarrier.wait" and e.args.get("barrier") in committed
+                  and e.args.get("barrier") not in empty]
+        if not waited:
+            return failed(name, "after the last k-tile no tcgen05.commit arrives on a barrier the epilogue waits on: "
+                                "commit once more (on the accumulator's barrier) so the epilogue learns that every MMA "
+                                "has finished.", [tiles[-1][-1].site])
         firsts = [tile[0].args["A"] for tile in tiles[:stages]]
         if len(set(firsts)) != len(firsts):
             return failed(name, f"two of the first {stages} k-tiles read the same shared-memory descriptors though "
@@ -248,6 +257,10 @@ def tmem_allocated(columns: int) -> Check:
         if not dealloc:
             return failed(name, "the tensor-memory columns are never freed (no tcgen05.dealloc): every allocated "
                                 "column must be freed before the CTA exits.")
+        freed = dealloc[0].args.get("columns")
+        if isinstance(freed, int) and isinstance(got, int) and freed != got:
+            return failed(name, f"tcgen05.dealloc frees {freed} columns where tcgen05.alloc took {got}: free exactly "
+                                "the columns you allocated.", [dealloc[0].site])
         if not relinquish or relinquish[0].site.ins.address > dealloc[0].site.ins.address:
             return failed(name, "tcgen05.relinquish_alloc_permit must come before the deallocation.")
         return passed(name, f"{got} TMEM columns allocated, the permit relinquished, the columns freed.")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .program import Program, Site
 from .semantics import classify
+from .values import Values
 
 #: The kinds that make events.
 EVENT_KINDS = ("mbarrier.init", "mbarrier.wait", "mbarrier.expect_tx", "mbarrier.arrive", "tma.load", "tma.store",
@@ -87,6 +88,8 @@ class Trace:
                 where = next((v.address(state, o) for o in ops if v.address(state, o)), None)
                 args["tmem"] = where[1] if where else None
                 args["x"] = classify(s.ins).shape
+            elif kind == "tcgen05.dealloc":
+                args["columns"] = _dealloc_columns(v, v.read(state, ops[-1])) if ops else "?"
             elif kind == "tcgen05.alloc":
                 count = v.constant(v.read(state, ops[1])) if len(ops) > 1 else None
                 args["columns"] = "?" if count is None else 32 * count
@@ -102,6 +105,17 @@ class Trace:
 
     def __str__(self) -> str:
         return "\n".join(f"{e.site.ins.address:#06x} {e}" for e in self.events)
+
+
+def _dealloc_columns(values: "Values", vid: int) -> int | str:
+    """Columns a dealloc frees, from the mask ptxas builds for it: a run of ones (one bit per 32 columns)
+    shifted to the first column (``SHF.L.U32 R, 0xf, col/32``): 0xf is 128 columns. "?" if not found."""
+    for opcode, args in values.operations(vid):
+        if opcode.startswith("SHF.L") and args:
+            c = values.constant(args[0])
+            if c and c & (c + 1) == 0:
+                return 32 * c.bit_length()
+    return "?"
 
 
 __all__ = ["EVENT_KINDS", "Event", "Trace"]

@@ -186,7 +186,8 @@ class Values:
                 vid = self.symbol(f"in:{name}")
         stripped = text.lstrip("|")
         if stripped.startswith("!"):
-            return self.op("not", [vid])
+            c = self.constant(vid)
+            return self.const(0 if c else 1) if c is not None else self.op("not", [vid])
         if stripped.startswith("-"):
             c = self.constant(vid)
             return self.const(-c) if c is not None else self.op("neg", [vid])
@@ -421,6 +422,26 @@ class Values:
             elif kind == "phi":
                 stack.extend(self.phi_inputs.get(v, ()))
         return found
+
+    def operations(self, vid: int, limit: int = 2048) -> list[tuple[str, tuple[int, ...]]]:
+        """Every operation ``(opcode, argument values)`` a value was computed with (through merges too)."""
+        seen: set[int] = set()
+        out = []
+        stack = [vid]
+        while stack and len(seen) < limit:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            expr = self.exprs[v]
+            if expr[0] == "op":
+                out.append((expr[1], expr[2]))
+                stack.extend(expr[2])
+            elif expr[0] == "+":
+                stack.append(expr[1])
+            elif expr[0] == "phi":
+                stack.extend(self.phi_inputs.get(v, ()))
+        return out
 
     def describe(self, vid: int, depth: int = 3) -> str:
         """A short human-readable form of a value (for messages and debugging)."""
