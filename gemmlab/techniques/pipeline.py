@@ -23,9 +23,9 @@ def _reads_shared(site: Site) -> bool:
     return e.kind in _READS_SHARED or (e.kind == "load" and e.space == "shared") or e.kind in ("wgmma", "tcgen05.mma")
 
 
-def _commits_per_trip(p: Program, loop: Loop) -> set[int]:
-    """Commits per trip round ``loop``: the counts (0, 1, or 2 meaning two or more) over every path from its
-    header back to it (loops inside it are gone round once)."""
+def _per_trip(p: Program, loop: Loop, kind: str) -> set[int]:
+    """How many instructions of ``kind`` one trip round ``loop`` runs: the counts (capped at 8) over every path
+    from its header back to it (loops inside it are gone round once; a predicated one may be skipped)."""
     g = p.graph
     back = set(g.back_edges)
     out: dict[int, set[int]] = {}
@@ -36,18 +36,31 @@ def _commits_per_trip(p: Program, loop: Loop) -> set[int]:
             incoming = set().union(*[out.get(q, set()) for q in g.blocks[b].predecessors
                                      if q in loop.body and (q, b) not in back])
         counts = set(incoming)
-        for ins in g.blocks[b].instructions:
-            if classify(ins).kind == "cp.async.commit":
-                counts = {min(2, c + 1) for c in counts} | (counts if ins.conditional else set())
+        instructions = g.blocks[b].instructions
+        for i, ins in enumerate(instructions):
+            if classify(ins).kind == kind and not (kind == "cp.async.commit" and _wait_all(instructions, i)):
+                counts = {min(8, c + 1) for c in counts} | (counts if ins.conditional else set())
         out[b] = counts
     return set().union(*[out.get(u, set()) for u, _h in loop.back_edges])
 
 
-def commits_per_stage(where: str = "main_loop") -> Check:
-    """Every trip round the main loop commits exactly one group of copies (also when it has no tile left to
-    load): ``wait_group N`` counts groups, so a trip without a commit makes it wait for the wrong tile.
+def _wait_all(instructions: list, i: int) -> bool:
+    """Whether the commit at ``i`` is the first half of ``cp.async.wait_all`` (CuTe's ``cp_async_wait<0>``): it
+    closes an empty group (a commit came before it with no copy between) and a wait for every group follows."""
+    before = next((classify(x).kind for x in reversed(instructions[:i])
+                   if classify(x).kind in ("cp.async", "cp.async.commit", "async.wait")), None)
+    after = next((x for x in instructions[i + 1:] if classify(x).kind in ("cp.async", "cp.async.commit", "async.wait")),
+                 None)
+    return before == "cp.async.commit" and after is not None and classify(after).kind == "async.wait" and \
+        classify(after).count == 0
 
-    Reads: LDGDEPBAR on every path from the loop's header back to it (predicated ones may be skipped).
+
+def commits_per_stage(where: str = "main_loop") -> Check:
+    """Every trip round the main loop commits the same number of groups of copies, one per k-tile (also when no
+    tile is left to load): ``wait_group N`` counts groups, so a trip without its commit makes it wait for the
+    wrong tile. A loop the compiler unrolled holds several k-tiles a trip: as many commits as waits.
+
+    Reads: LDGDEPBAR and DEPBAR.LE SB0 on every path from the loop's header back to it.
     """
     if where != "main_loop":
         raise ValueError("commits_per_stage speaks of the main loop only")
@@ -58,15 +71,17 @@ def commits_per_stage(where: str = "main_loop") -> Check:
         if early:
             return early
         for loop in p.main_loops:
-            counts = _commits_per_trip(p, loop)
-            if 0 in counts:
-                return failed(name, "some trips round your main loop commit no group of copies (the commit is inside "
-                                    "an `if`, or missing): wait_group N counts committed groups, so commit once in "
-                                    "every iteration, even when no tile is left to load.")
-            if 2 in counts:
-                return failed(name, "some trips round your main loop commit more than one group of copies: commit "
-                                    "once per k-tile, or wait_group N no longer counts k-tiles.")
-        return passed(name, "every trip round the main loop commits one group.")
+            commits = _per_trip(p, loop, "cp.async.commit")
+            waits = _per_trip(p, loop, "async.wait")
+            if 0 in commits or len(commits) > 1:
+                return failed(name, "some trips round your main loop commit no group of copies, or fewer than others "
+                                    "(the commit is inside an `if`, or missing): wait_group N counts committed groups, "
+                                    "so commit once in every iteration, even when no tile is left to load.")
+            if len(waits) == 1 and min(waits) >= 1 and commits != waits:
+                return failed(name, f"each trip round your main loop commits {min(commits)} groups of copies but "
+                                    f"waits {min(waits)} time(s): commit one group per k-tile, or wait_group N no "
+                                    "longer counts k-tiles.")
+        return passed(name, "every trip round the main loop commits one group per k-tile.")
 
     return Check(name, "one cp.async group committed per k-tile", run)
 

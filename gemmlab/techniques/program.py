@@ -66,13 +66,28 @@ class Program:
 
     @cached_property
     def main_loops(self) -> list[Loop]:
-        """The innermost loops around the tensor-core instructions; in a kernel without any, around its
-        multiply-adds on the CUDA cores (FFMA, HFMA2); in a copy kernel, around its copies into shared memory."""
+        """The loops around the tensor-core instructions (in a kernel without any, around its multiply-adds on the
+        CUDA cores; in a copy kernel, around its copies into shared memory): for each, the innermost loop around
+        it, or the innermost one around it that also fills shared memory (a k-block loop the compiler kept inside
+        the k-tile loop is part of that loop, not the main loop)."""
         g = self.graph
+        fills = {b for b in g.order if any(_fills_shared(i) for i in g.blocks[b].instructions)}
         for wanted in (lambda i: classify(i).kind in TENSOR_CORE, lambda i: classify(i).kind == "fma",
-                       lambda i: classify(i).kind in ASYNC_COPIES or _copies_into_shared(i)):
-            if any(wanted(s.ins) for s in self.sites):
-                return [g.loops[i] for i in g.loops_holding(wanted) if not self._spin(g.loops[i])]
+                       _fills_shared):
+            if not any(wanted(s.ins) for s in self.sites):
+                continue
+            out: list[Loop] = []
+            for i in g.loops_holding(wanted):
+                chosen = i
+                up = i
+                while up is not None and not (g.loops[up].body & fills):
+                    up = g.loops[up].parent
+                if up is not None:
+                    chosen = up
+                loop = g.loops[chosen]
+                if not self._spin(loop) and loop not in out:
+                    out.append(loop)
+            return out
         return []
 
     def _spin(self, loop: Loop) -> bool:
@@ -156,9 +171,10 @@ class Program:
         return False
 
 
-def _copies_into_shared(ins: Instruction) -> bool:
+def _fills_shared(ins: Instruction) -> bool:
+    """A copy into shared memory: cp.async, a TMA or bulk load, or a store to shared memory."""
     e = classify(ins)
-    return e.kind == "store" and e.space == "shared"
+    return e.kind in ASYNC_COPIES or (e.kind == "store" and e.space == "shared")
 
 
 def _serializing(loop: Loop, graph: ControlFlowGraph) -> bool:
