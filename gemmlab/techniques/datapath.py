@@ -115,7 +115,10 @@ def _stores_out(p: Program, name: str, region: set[int] | None, where: str, by: 
     candidates = {"tma": tma, "registers": from_shared, "cp.async": [], "any": tma + from_shared}[by]
     good = [s for s in candidates if by == "tma" or not bytes or classify(s.ins).bytes == bytes]
     if not good:
-        return failed(name, f"no {wanted} {PLACE[where]}.", stg)
+        widths = sorted({classify(s.ins).bytes for s in stg})
+        seen = (f": its stores to global memory move {' and '.join(f'{w}-byte' for w in widths)} pieces "
+                f"({stg[0].ins.opcode})" if stg else "")
+        return failed(name, f"no {wanted} {PLACE[where]}{seen}.", stg)
     if only:
         bad = [s for s in tma + from_shared if s not in good]
         if bad:

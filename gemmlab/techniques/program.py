@@ -71,7 +71,7 @@ class Program:
         it, or the innermost one around it that also fills shared memory (a k-block loop the compiler kept inside
         the k-tile loop is part of that loop, not the main loop)."""
         g = self.graph
-        fills = {b for b in g.order if any(_fills_shared(i) for i in g.blocks[b].instructions)}
+        fills = self._copy_blocks
         for wanted in (lambda i: classify(i).kind in TENSOR_CORE, lambda i: classify(i).kind == "fma",
                        _fills_shared):
             if not any(wanted(s.ins) for s in self.sites):
@@ -89,6 +89,21 @@ class Program:
                     out.append(loop)
             return out
         return []
+
+    @cached_property
+    def _copy_blocks(self) -> set[int]:
+        """Blocks that copy global memory into shared memory: cp.async, TMA and bulk loads, and stores to shared
+        memory of values loaded from global memory."""
+        out: set[int] = set()
+        for s in self.sites:
+            e = s.effect
+            if e.kind in ASYNC_COPIES:
+                out.add(s.block)
+            elif e.kind == "store" and e.space == "shared" and len(s.ins.operands) > 1 and any(
+                    o.effect.kind == "load" and o.effect.space in ("global", "generic")
+                    for o in self.origins(s, len(s.ins.operands) - 1)):
+                out.add(s.block)
+        return out
 
     def _spin(self, loop: Loop) -> bool:
         """A loop that only waits on an mbarrier or serializes a warp-wide instruction: not a program loop."""

@@ -37,6 +37,29 @@ def namespace(assignment: str, tags: list[str], replace: dict[str, str] | None =
     return solution_cells.load_namespace(assignment, tags, replace)
 
 
+def cell(assignment: str, grade_id: str) -> str:
+    """The source of a solutions-notebook cell, by grade_id (for cells without a kernel tag)."""
+    from tests.support.graded_cells import cells_by_grade_id
+
+    return cells_by_grade_id(assignment)[grade_id]
+
+
+def run_sources(label: str, sources: list[str]) -> dict[str, Any]:
+    """A fresh namespace with ``sources`` run in order, each from a file of its own (the CuTe DSL reads its
+    functions' source with inspect)."""
+    import tempfile
+    from pathlib import Path
+
+    ns: dict[str, Any] = {"__name__": f"techniques_{label}"}
+    exec("import gemmlab, torch", ns)
+    folder = Path(tempfile.mkdtemp(prefix=f"gemmlab-{label}-"))
+    for index, text in enumerate(sources):
+        path = folder / f"cell{index}.py"
+        path.write_text(text)
+        exec(compile(text, str(path), "exec"), ns)
+    return ns
+
+
 def dsl_examples(*shapes: tuple[int, ...], dtype: Any = None) -> list[Any]:
     """CPU stand-ins to compile DSL kernels for (no GPU needed)."""
     import torch
@@ -88,4 +111,4 @@ def bw_gemm07(stages: int, k_tiles: int) -> list[T.Check]:
 
 
 __all__ = ["BW_TILE07", "COPY02", "CTA04", "GEMM05", "GEMM06", "MMA_TILE04", "SMEM08", "WMMA08", "WS07", "bw_gemm07",
-           "dsl_examples", "edit", "failures", "namespace", "pipeline_checks", "source"]
+           "cell", "dsl_examples", "run_sources", "edit", "failures", "namespace", "pipeline_checks", "source"]
