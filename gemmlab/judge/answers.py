@@ -457,7 +457,8 @@ def recorded_plan(target: Any, args: tuple, kwargs: dict[str, Any] | None = None
     device: only their shapes, strides, dtypes and alignment cross), without replaying it; no GPU needed."""
     from ..gpu import current_arch, has_gpu
 
-    _, kernel = launch_key(target)
+    launch_key(target)
+    kernel = target._handle if isinstance(target, CompiledAnswer) else None
     name = target.name if isinstance(target, CompiledAnswer) else target.__name__
     request, tensors = _request(name, args, dict(kwargs or {}), kernel)
     if has_gpu():

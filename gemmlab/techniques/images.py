@@ -139,6 +139,36 @@ def record_plan(fn: Any, example: Sequence[Any], arch: str | None = None) -> dic
     return recorder.plan()
 
 
+_FATBIN_MAGIC = 0xBA55ED50
+_ELF_MAGIC = b"\x7fELF"
+
+
+def cubins_of(image: bytes) -> list[bytes]:
+    """The cubins of a module image: the image itself if it is one, or the ELF entries of a fat binary (what the
+    CuTe DSL's host code loads). A compressed entry cannot be read here: a ToolchainError says so."""
+    import struct
+
+    if image[:4] == _ELF_MAGIC:
+        return [image]
+    if len(image) < 16 or struct.unpack_from("<I", image, 0)[0] != _FATBIN_MAGIC:
+        raise ToolchainError("the module image is neither a cubin nor a fat binary.")
+    _magic, _version, header, fat_size = struct.unpack_from("<IHHQ", image, 0)
+    out, pos, end = [], header, min(len(image), header + fat_size)
+    while pos + 16 <= end:
+        kind, _v, entry_header, padded = struct.unpack_from("<HHIQ", image, pos)
+        payload = image[pos + entry_header:pos + entry_header + padded]
+        if kind == 2:
+            if payload[:4] != _ELF_MAGIC:
+                raise ToolchainError("the module image holds a compressed cubin, which gemmlab cannot read.")
+            out.append(payload)
+        if entry_header == 0 or padded == 0:
+            break
+        pos += entry_header + padded
+    if not out:
+        raise ToolchainError("the module image's fat binary holds no cubin (PTX only?).")
+    return out
+
+
 def images_of_plan(plan: dict, label: str) -> list[MachineCode]:
     """One :class:`MachineCode` per kernel a recorded plan launches (checked the way the judge checks a plan)."""
     from ..judge.dsl_replay import Launch, parse_plan
@@ -151,9 +181,10 @@ def images_of_plan(plan: dict, label: str) -> list[MachineCode]:
     for step in steps:
         if isinstance(step, Launch) and (step.image, step.kernel) not in seen:
             seen.add((step.image, step.kernel))
-            out.append(MachineCode(images[step.image], step.kernel, f"{label} ({step.kernel[:40]})",
-                                   str(plan.get("arch", ""))))
+            cubins = cubins_of(images[step.image])
+            cubin = next((c for c in cubins if step.kernel.encode() in c), cubins[0])
+            out.append(MachineCode(cubin, step.kernel, f"{label} ({step.kernel[:40]})", str(plan.get("arch", ""))))
     return out
 
 
-__all__ = ["CACHE", "MachineCode", "TargetError", "images_of_plan", "machine_code", "program", "record_plan"]
+__all__ = ["CACHE", "MachineCode", "TargetError", "cubins_of", "images_of_plan", "machine_code", "program", "record_plan"]
