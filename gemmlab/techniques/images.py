@@ -127,6 +127,11 @@ def record_plan(fn: Any, example: Sequence[Any], arch: str | None = None) -> dic
     from ..gpu import current_arch, has_gpu
 
     arch = arch or (current_arch() if has_gpu() else "sm_90a")
+    attributes = dict(H100_ATTRIBUTES)
+    if has_gpu():
+        from ..runtime.device import raw_attributes
+
+        attributes = raw_attributes()
     tensors = [t for t in example if isinstance(t, torch.Tensor)]
     probes = [probe(list(t.shape), list(t.stride()), t.dtype, t.data_ptr() % 512) for t in tensors]
     it = iter(probes)
@@ -134,7 +139,7 @@ def record_plan(fn: Any, example: Sequence[Any], arch: str | None = None) -> dic
     module = getattr(getattr(fn, "__globals__", {}), "get", lambda _: "")("__name__") or ""
     call = gemm_fn(fn) if str(getattr(type(fn), "__module__", "")).startswith("cutlass") or \
         str(module).startswith("cutlass") else fn
-    with recording(arch, dict(H100_ATTRIBUTES), probes) as recorder:
+    with recording(arch, attributes, probes) as recorder:
         call(*args)
     return recorder.plan()
 
