@@ -108,4 +108,21 @@ def instructions(kind: str, count: int | None = None, at_least: int | None = 1, 
     return Check(name, KINDS[kind], run)
 
 
-__all__ = ["MMA_KINDS", "instructions", "mma"]
+def instruction_counts(target: object, example: object = None) -> dict[str, int]:
+    """How many instructions of each kind (with its shape: ``"mma.sync m16n8k16"``, ``"ldmatrix x4"``,
+    ``"wgmma 64x128x16"``, ``"fma"``, ``"tma.load"``…) the machine code of ``target``'s kernels holds; what
+    a count of PTX instructions said, read from the image that runs."""
+    from .images import machine_code, program
+
+    counts: dict[str, int] = {}
+    for code in machine_code(target, example):       # type: ignore[arg-type]
+        for s in program(code).sites:
+            e = classify(s.ins)
+            if e.kind in ("other", "none", "nop"):
+                continue
+            key = f"{e.kind} {e.shape}{'.trans' if e.trans else ''}".strip()
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+__all__ = ["MMA_KINDS", "instruction_counts", "instructions", "mma"]

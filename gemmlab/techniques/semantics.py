@@ -192,8 +192,9 @@ def classify(ins: Instruction) -> Effect:
         return Effect("store", space, _width(mods))
     if base in ("ATOM", "ATOMG", "ATOMS", "RED", "REDG", "REDUX"):
         return Effect("atomic", "shared" if base == "ATOMS" else "global")
-    if base in ("FFMA", "HFMA2", "DFMA", "FFMA2", "HFMA2.MMA"):
-        return Effect("fma")
+    if base in ("FFMA", "HFMA2", "DFMA", "FFMA2"):
+        factors = [o.strip().lstrip("-|").split(".")[0] for o in ins.operands[1:3]]
+        return Effect("other" if "RZ" in factors else "fma")     # ptxas moves constants with HFMA2 R, -RZ, RZ, a, b
     if base in ("TEX", "TLD", "TLD4", "TXD", "TXQ", "SULD", "SUST"):
         return Effect("load", "global", _width(mods))
     return Effect("other")
