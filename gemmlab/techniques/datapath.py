@@ -227,6 +227,85 @@ def no_local_memory(where: str = "main_loop") -> Check:
     return Check(name, "no local memory", run)
 
 
+#: Lanes of warp 0, as the coalescing check places them (threadIdx.x = lane; blockDim.x of 32 or more).
+WARP = 32
+
+
+def _address_operand(site: Site) -> int | None:
+    e = classify(site.ins)
+    if e.kind == "cp.async":
+        return 1
+    if e.kind == "load" and e.space in ("global", "generic"):
+        return 1
+    if e.kind == "store" and e.space in ("global", "generic"):
+        return 0
+    return None
+
+
+def warp_sectors(p: Program, site: Site) -> tuple[int, int] | None:
+    """``(sectors, ideal)``: the 32-byte sectors warp 0's 32 lanes touch with one global access, and the fewest the
+    bytes they move could touch; None where the address cannot be followed to the thread index."""
+    k = _address_operand(site)
+    if k is None or k >= len(site.ins.operands):
+        return None
+    found = p.values.address(p.state_before(site), site.ins.operands[k])
+    if found is None:
+        return None
+    width = max(1, classify(site.ins).bytes)
+    addresses = []
+    for lane in range(WARP):
+        env = {"SR_TID.X": lane, "SR_TID.Y": 0, "SR_TID.Z": 0, "SR_LANEID": lane, "SR_CTAID.X": 0, "SR_CTAID.Y": 0,
+               "SR_CTAID.Z": 0}
+        value = p.values.evaluate(found[1], env)
+        if value is None:
+            return None
+        addresses.append(value)
+    if len(set(addresses)) == 1:
+        return None                                   # no lane-dependent address: not a per-thread access
+    sectors = len({(a + b) // 32 for a in addresses for b in range(0, width, min(width, 32))} |
+                  {(a + width - 1) // 32 for a in addresses})
+    return sectors, -(-WARP * width // 32)
+
+
+def coalesced(where: str = "anywhere", slack: float = 1.0) -> Check:
+    """Each warp's global accesses (cp.async sources, loads, stores) touch no more 32-byte sectors than ``slack``
+    times the fewest their bytes need: consecutive lanes read or write consecutive vectors.
+
+    Reads: the address of each LDGSTS/LDG/STG evaluated for the 32 lanes of a warp (threadIdx.x = lane, the
+    kernel's parameters standing for one large row pitch). Cannot see: addresses computed by operations it
+    does not evaluate (those accesses are skipped), blocks narrower than 32 threads in x.
+    """
+    check_where(where)
+    name = signature("coalesced", where=where if where != "anywhere" else None, slack=slack if slack != 1.0 else None)
+
+    def run(p: Program) -> Finding:
+        early = no_main_loop(p, name, where)
+        if early:
+            return early
+        region = p.region(where)
+        judged = 0
+        for s in p.sites:
+            if region is not None and s.block not in region:
+                continue
+            found = warp_sectors(p, s)
+            if found is None:
+                continue
+            judged += 1
+            sectors, ideal = found
+            if sectors > ideal * slack:
+                what = {"cp.async": "cp.async copies from", "load": "loads from", "store": "stores to"}[classify(s.ins).kind]
+                return failed(name, f"a warp's {classify(s.ins).bytes}-byte {what} global memory {PLACE[where]} touch "
+                                    f"{sectors} 32-byte sectors where {ideal} would hold their bytes ({s.ins.opcode}): "
+                                    "consecutive lanes should move consecutive vectors along a row (number the "
+                                    "threads along the contiguous dimension).", [s])
+        if not judged:
+            return failed(name, f"could not follow the address of any global access {PLACE[where]} to the thread "
+                                "index.")
+        return passed(name, f"{judged} global accesses {PLACE[where]}, each warp touching whole sectors.")
+
+    return Check(name, "coalesced global accesses", run)
+
+
 _OPERAND = {"A": 1, "B": 2}
 
 
@@ -296,4 +375,4 @@ def _good_sources(source: str, x: int | None, trans: bool | None) -> set[str]:
     return {f"ldmatrix.x{n}{t}" for n in shapes for t in forms}
 
 
-__all__ = ["copies", "fragments_by", "loads", "no_global_loads_outside_copies", "no_local_memory", "stores"]
+__all__ = ["WARP", "coalesced", "copies", "fragments_by", "loads", "no_global_loads_outside_copies", "no_local_memory", "stores", "warp_sectors"]

@@ -121,6 +121,8 @@ class Values:
         self._ids: dict[tuple, int] = {}
         self.exprs: list[tuple] = []
         self.phi_inputs: dict[int, set[int]] = {}
+        self.phi_by_pred: dict[int, dict[int, int]] = {}
+        self._dependence: dict[tuple, bool] = {}
         self.entry_state: dict[int, dict[str, int]] = {}
         self._origins: dict[int, set[str]] = {}
         self._block_states: dict[int, list[dict[str, int]]] = {}
@@ -279,9 +281,8 @@ class Values:
             ca, cb = self.constant(a), self.constant(b)
             if "MOV" in mods:
                 value = c
-            elif "SHL" in mods and cb is not None:
-                ca2 = self.constant(a)
-                value = self.const(ca2 << cb) if ca2 is not None else self.op("shl", [a, b])
+            elif "SHL" in mods and cb is not None:          # IMAD.SHL: a multiply by a power of two (its b)
+                value = self.const(ca * cb) if ca is not None else self.op("mul", [a, b])
                 cc = self.constant(c)
                 value = self.add(value, cc) if cc is not None else self.op("add", sorted([value, c]))
             elif "IADD" in mods:
@@ -355,7 +356,7 @@ class Values:
                 if b == g.entry and not preds:
                     entry: dict[str, int] = {}
                 else:
-                    entry = self._join(b, [out_state[p] for p in preds])
+                    entry = self._join(b, [out_state[p] for p in preds], preds)
                 if self.entry_state.get(b) != entry:
                     self.entry_state[b] = entry
                     changed = True
@@ -364,21 +365,85 @@ class Values:
                     self.step(ins, state, f"{b}.{i}")
                 out_state[b] = state
 
-    def _join(self, block: int, states: list[dict[str, int]]) -> dict[str, int]:
+    def _join(self, block: int, states: list[dict[str, int]], preds: list[int]) -> dict[str, int]:
         if not states:
             return {}
         if len(states) == 1:
             return dict(states[0])
         out: dict[str, int] = {}
         for name in set().union(*states):
-            values = {s.get(name, self.symbol(f"in:{name}")) for s in states}
+            incoming = [s.get(name, self.symbol(f"in:{name}")) for s in states]
+            values = set(incoming)
             if len(values) == 1:
                 out[name] = values.pop()
             else:
                 phi = self._intern(("phi", block, name))
                 self.phi_inputs.setdefault(phi, set()).update(values - {phi})
+                by_pred = self.phi_by_pred.setdefault(phi, {})
+                for pred, value in zip(preds, incoming):
+                    if value != phi:
+                        by_pred[pred] = value
                 out[name] = phi
         return out
+
+    def evaluate(self, vid: int, env: dict[str, int], default: int = 1 << 20) -> int | None:
+        """The low 32 bits of a value for concrete symbols (``env``: ``"SR_TID.X"`` → 5, ...; any other symbol:
+        ``default``); a merge of paths takes the value that enters its loop from outside. None where an
+        operation is not one this evaluator knows."""
+        return self._eval(vid, env, default, set())
+
+    def _eval(self, vid: int, env: dict[str, int], default: int, seen: set[int]) -> int | None:
+        m = 0xFFFFFFFF
+        expr = self.exprs[vid]
+        kind = expr[0]
+        if kind == "c":
+            return expr[1] & m
+        if kind == "s":
+            return env.get(expr[1], default) & m
+        if kind == "+":
+            base = self._eval(expr[1], env, default, seen)
+            return None if base is None else (base + expr[2]) & m
+        if kind == "phi":
+            if vid in seen:
+                return default
+            block = expr[1]
+            entering = [v for p, v in self.phi_by_pred.get(vid, {}).items()
+                        if (p, block) not in set(self.graph.back_edges)]
+            if not entering:
+                return default
+            return self._eval(entering[0], env, default, seen | {vid})
+        name, args = expr[1], [self._eval(a, env, default, seen) for a in expr[2]]
+        value = _apply(name, args)
+        if value is None and not self._depends_on(vid, env):
+            value = (default + (vid << 12)) & m            # an operation this evaluator does not know, the same for
+        return value                                       # every thread: any one value stands for it
+
+    def _depends_on(self, vid: int, env: dict[str, int]) -> bool:
+        """Whether a value is computed from a symbol ``env`` gives (e.g. the thread index)."""
+        key = (vid, tuple(sorted(env)))
+        found = self._dependence.get(key)
+        if found is not None:
+            return found
+        names = set(env)
+        seen: set[int] = set()
+        stack = [vid]
+        found = False
+        while stack and not found:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            expr = self.exprs[v]
+            if expr[0] == "s":
+                found = expr[1] in names
+            elif expr[0] == "+":
+                stack.append(expr[1])
+            elif expr[0] == "op":
+                stack.extend(expr[2])
+            elif expr[0] == "phi":
+                stack.extend(self.phi_inputs.get(v, ()))
+        self._dependence[key] = found
+        return found
 
     # ---------------------------------------------------------------- questions
 
@@ -457,6 +522,52 @@ class Values:
         if depth <= 0:
             return "…"
         return f"{expr[1]}({', '.join(self.describe(a, depth - 1) for a in expr[2])})"
+
+
+def _apply(opcode: str, args: list[int | None]) -> int | None:
+    """An operation of the value table on concrete 32-bit values (the low word of a 64-bit result), or None."""
+    m = 0xFFFFFFFF
+    if any(a is None for a in args):
+        return None
+    a = [int(x) for x in args]  # type: ignore[arg-type]
+    base = opcode.split(".")[0]
+    mods = opcode.split(".")[1:]
+    if opcode == "add":
+        return sum(a) & m
+    if opcode == "neg":
+        return -a[0] & m
+    if opcode == "not":
+        return 0 if a[0] else 1
+    if opcode == "mul" and len(a) == 2:
+        return (a[0] * a[1]) & m
+    if opcode.startswith("part"):
+        return None
+    if base in ("IADD3", "UIADD3", "IADD", "UIADD", "VIADD") and "X" not in mods:
+        return sum(a) & m
+    if base in ("IMAD", "UIMAD") and len(a) >= 3 and "HI" not in mods and "X" not in mods:
+        return (a[0] * a[1] + a[2]) & m
+    if base in ("LEA", "ULEA") and len(a) >= 3 and "HI" not in mods:
+        return ((a[0] << a[2]) + a[1]) & m
+    if base in ("LEA", "ULEA") and "HI" in mods and "X" not in mods and len(a) >= 4:
+        return (a[1] + ((((a[2] & m) << 32) | (a[0] & m)) >> (32 - a[3]))) & m   # b + (c:a) >> (32 - s)
+    if base in ("SHF", "USHF") and len(a) >= 3:
+        lo, sh, hi = a[0], a[1] & 63, a[2]
+        if "L" in mods:
+            return (((hi << 32) | lo) << sh >> 32 if "HI" in mods else lo << sh) & m
+        if "R" in mods:
+            wide = (hi << 32) | lo
+            return (wide >> sh >> 32 if "HI" in mods else wide >> sh) & m
+    if base in ("LOP3", "ULOP3") and len(a) >= 4:
+        return _lop3(a[0], a[1], a[2], a[3])
+    if base in ("MOV", "UMOV", "R2UR") and a:
+        return a[-1] & m
+    if base in ("SEL", "USEL") and len(a) >= 2:
+        return a[0] & m
+    if base in ("IMNMX", "VIMNMX", "UIMNMX") and len(a) >= 2:
+        return min(a[0], a[1]) & m
+    if base in ("IABS",) and a:
+        return abs(a[0]) & m
+    return None
 
 
 def _lop3(a: int, b: int, c: int, lut: int) -> int:

@@ -1,7 +1,8 @@
 """Notebooks 02, 04 and 05, option B (CuTe DSL): technique checks on the machine code of the solution kernels and
 of wrong answers written as text edits of them. 02's copy through shared memory without its commit, with a wait
 that leaves the only group pending, without the barrier, or storing 2 bytes at a time; 04's one-tile kernel with
-the m16n8k8 atom and its 64×64 kernel loading B without ldmatrix; 05's kernel copying with UniversalCopy
+the m16n8k8 atom and its 64×64 kernel loading B without ldmatrix; 02's copy with its threads numbered down the
+columns (every lane of a warp in another row: twice the sectors), in C++ too; 05's kernel copying with UniversalCopy
 everywhere (no cp.async, no ldmatrix)."""
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ COPY_WAIT = "    cute.arch.cp_async_wait_group(0)\n"
 COPY_COMMIT = "    cute.arch.cp_async_commit_group()\n"
 COPY_SYNC = "    cute.arch.cp_async_wait_group(0)\n    cute.arch.sync_threads()\n"
 S2G_ATOM = "s2g_atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), src.element_type, num_bits_per_copy=128)"
+DSL_THREADS = "thr_layout = cute.make_layout((16, 8), stride=(8, 1))"
+CPP_THREADS = "auto thr_layout = make_layout(make_shape(Int<16>{}, Int<8>{}), LayoutRight{});"
 
 
 @cache
@@ -33,6 +36,7 @@ def copy_report(variant: str) -> T.TechniqueReport:
         "wait 1 on one group": S.edit(src, COPY_WAIT, COPY_WAIT.replace("(0)", "(1)")),
         "no barrier": S.edit(src, COPY_SYNC, COPY_WAIT),
         "2-byte stores": S.edit(src, S2G_ATOM, S2G_ATOM.replace("num_bits_per_copy=128", "num_bits_per_copy=16")),
+        "threads numbered down the columns": S.edit(src, DSL_THREADS, "thr_layout = cute.make_layout((64, 2), stride=(1, 64))"),
     }[variant]
     ns = S.run_sources("02", [edited])
     example = S.dsl_examples((256, 512))[0]
@@ -50,6 +54,7 @@ COPY_WRONG = {
     "wait 1 on one group": ("copies_land_before_reads", "up to 1 group(s) of copies may still be in flight"),
     "no barrier": ("copies_land_before_reads", "no barrier (__syncthreads)"),
     "2-byte stores": ("copies", "2-byte"),
+    "threads numbered down the columns": ("coalesced", "touch 32 32-byte sectors where 16 would hold their bytes"),
 }
 
 
@@ -58,6 +63,22 @@ def test_each_wrong_copy_kernel_fails_with_its_mistake_named(variant: str) -> No
     check, phrase = COPY_WRONG[variant]
     failed = S.failures(copy_report(variant))
     assert check in failed and phrase in failed[check], failed
+
+
+@pytest.mark.parametrize("uncoalesced", [False, True])
+def test_the_cpp_copy_kernel_and_its_twin_with_threads_numbered_down_the_columns(monkeypatch, uncoalesced: bool) -> None:
+    """Option A (CuTe C++, a compile of a minute on two cores): the same checks, the same verdicts."""
+    import gemmlab
+
+    monkeypatch.setenv("GEMMLAB_COMPILE_TIMEOUT", "900")
+    src = S.cell("02_tiled_copy", "copy_cpp")
+    if uncoalesced:
+        src = S.edit(src, CPP_THREADS, "auto thr_layout = make_layout(make_shape(Int<64>{}, Int<2>{}));")
+    kernel = gemmlab.compile(S.run_sources("02cpp", [src])["COPY_CPP"], "tiled_copy", arch="sm_90a")
+    failed = S.failures(T.check(kernel, S.COPY02))
+    assert failed == ({"coalesced": failed.get("coalesced", "")} if uncoalesced else {}), failed
+    if uncoalesced:
+        assert "touch 32 32-byte sectors where 16 would hold their bytes" in failed["coalesced"]
 
 
 # ------------------------------------------------------------------ 04, Exercises 4 and 5

@@ -86,7 +86,7 @@ GEMM06 = [T.fragments_by("ldmatrix", operands="AB", x=4), T.stores("global", byt
 
 COPY02 = [T.copies("global", "shared", by="cp.async", bytes=16, only=True), T.copies_land_before_reads(pending=0),
           T.copies("shared", "global", by="registers", bytes=16, only=True),
-          T.no_global_loads_outside_copies(where="anywhere")]
+          T.no_global_loads_outside_copies(where="anywhere"), T.coalesced()]
 
 SMEM08 = [T.copies("global", "shared", by="registers", where="main_loop"), T.no_global_loads_outside_copies()]
 WMMA08 = [T.copies("global", "shared", by="registers", bytes=16, where="main_loop"),

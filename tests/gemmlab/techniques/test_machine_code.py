@@ -136,3 +136,13 @@ def test_the_mma_of_a_wmma_tile_is_two_m16n8k16_fed_from_global_memory() -> None
     findings = {f.check.split("(")[0]: f for _, f in report.findings}
     assert findings["mma"].passed
     assert not findings["fragments_by"].passed and "global memory" in findings["fragments_by"].message
+
+
+def test_a_warps_addresses_are_evaluated_lane_by_lane() -> None:
+    from gemmlab.techniques.datapath import warp_sectors
+
+    p = program(kernels.RING, "ring", "sm_80")
+    copies = p.where("cp.async", "main_loop")
+    assert copies and all(warp_sectors(p, s) == (16, 16) for s in copies), "32 lanes x 16 consecutive bytes"
+    assert T.check(T.MachineCode(compiled(kernels.RING, "ring", "sm_80").cubin, "ring", "ring"),
+                   [T.coalesced(where="main_loop")]).passed
