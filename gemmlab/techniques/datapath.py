@@ -12,7 +12,7 @@ How a global → shared copy shows in SASS:
 """
 from __future__ import annotations
 
-from .check import PLACE, Check, Finding, check_where, evidence, failed, no_main_loop, passed, signature
+from .check import PLACE, Check, Finding, check_where, failed, no_main_loop, passed, signature
 from .program import Program, Site
 from .semantics import classify
 
@@ -84,7 +84,6 @@ def copies(src: str = "global", dst: str = "shared", by: str = "any", bytes: int
         region = p.region(where)
         if (src, dst) == ("shared", "global"):
             return _stores_out(p, name, region, where, by, bytes, only, wanted)
-        kinds: list[Site] = []
         cp = [s for s in p.where("cp.async", where)]
         tma = [s for s in p.where("tma.load", where)]
         staged, _ = _staged_loads(p, region)

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ToolchainError
+from ..signature import split_top_level
 
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _ENTRY = re.compile(r'^\s*\.other\s+([^,\s]+)\s*,\s*@"[^"]*STO_CUDA_ENTRY')
@@ -31,21 +32,7 @@ NEVER = ("@!PT", "@!UPT")
 
 def split_operands(text: str) -> tuple[str, ...]:
     """Operands at top-level commas: ``desc[UR8][R8.64]`` and ``c[0x0][0x28]`` stay one operand."""
-    parts, depth, current = [], 0, []
-    for char in text:
-        if char in "[(":
-            depth += 1
-        elif char in "])":
-            depth -= 1
-        if char == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(char)
-    tail = "".join(current).strip()
-    if tail:
-        parts.append(tail)
-    return tuple(p for p in parts if p)
+    return tuple(part.strip() for part in split_top_level(text) if part.strip())
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ wait that looks like ``wait_group 1`` after an extra empty commit is a wait for 
 from __future__ import annotations
 
 from .check import PLACE, Check, Finding, check_where, failed, no_main_loop, passed, signature
-from .groups import GroupState
 from .cfg import Loop
 from .program import Program, Site
 from .semantics import TENSOR_CORE, classify
@@ -208,12 +207,10 @@ def copies_land_before_reads(pending: int = 0, where: str = "anywhere") -> Check
             return failed(name, "your kernel issues no cp.async copy whose arrival could be waited for.")
         region = p.region(where)
         reads = groups.each(lambda i: _reads_shared(Site(0, 0, i)), region)
-        copies_seen = False
         for b, i, ins, states in reads:
             relevant = [s for s in states if s.pending or s.open or not s.synced]
             if not relevant:
                 continue
-            copies_seen = True
             site = Site(b, i, ins)
             if any(s.open for s in states):
                 return failed(name, "your copies are not closed into a group before the wait (no cp.async.commit_group "
@@ -271,4 +268,4 @@ def releases_after_wgmma_wait(in_flight: int = 1, overlap: bool = False) -> Chec
 
 
 __all__ = ["commits_per_stage", "copies_land_before_reads", "pipelined", "releases_after_wgmma_wait",
-           "waits_in_main_loop", "GroupState"]
+           "waits_in_main_loop"]

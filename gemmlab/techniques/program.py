@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Iterable
+from typing import Iterable
 
 from .cfg import ControlFlowGraph, Loop
 from .groups import CP_ASYNC, WGMMA, Groups
@@ -202,8 +202,4 @@ def _serializing(loop: Loop, graph: ControlFlowGraph) -> bool:
     return False
 
 
-def sites_matching(program: Program, wanted: Callable[[Instruction], bool]) -> list[Site]:
-    return [s for s in program.sites if wanted(s.ins)]
-
-
-__all__ = ["Program", "Site", "WHERES", "sites_matching"]
+__all__ = ["Program", "Site", "WHERES"]

@@ -96,7 +96,6 @@ class Trace:
             elif kind == "wgmma.wait":
                 args["n"] = classify(s.ins).count
             elif kind == "tma.load":
-                where = v.address(state, ops[0]) if ops else None
                 args["multicast"] = classify(s.ins).detail == "multicast"
             self.events.append(Event(kind, s, args, p.in_serializing_loop(s)))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .cfg import ControlFlowGraph
 from .listing import Instruction
@@ -421,29 +421,9 @@ class Values:
     def _depends_on(self, vid: int, env: dict[str, int]) -> bool:
         """Whether a value is computed from a symbol ``env`` gives (e.g. the thread index)."""
         key = (vid, tuple(sorted(env)))
-        found = self._dependence.get(key)
-        if found is not None:
-            return found
-        names = set(env)
-        seen: set[int] = set()
-        stack = [vid]
-        found = False
-        while stack and not found:
-            v = stack.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            expr = self.exprs[v]
-            if expr[0] == "s":
-                found = expr[1] in names
-            elif expr[0] == "+":
-                stack.append(expr[1])
-            elif expr[0] == "op":
-                stack.extend(expr[2])
-            elif expr[0] == "phi":
-                stack.extend(self.phi_inputs.get(v, ()))
-        self._dependence[key] = found
-        return found
+        if key not in self._dependence:
+            self._dependence[key] = any(expr[0] == "s" and expr[1] in env for _, expr in self._walk(vid))
+        return self._dependence[key]
 
     # ---------------------------------------------------------------- questions
 
@@ -467,9 +447,9 @@ class Values:
         self._origins[vid] = found
         return found
 
-    def _trace(self, vid: int, limit: int) -> set[str]:
+    def _walk(self, vid: int, limit: int = 4096) -> Iterator[tuple[int, tuple]]:
+        """Every value ``vid`` was computed from (itself included), through sums, operations and merges."""
         seen: set[int] = set()
-        found: set[str] = set()
         stack = [vid]
         while stack and len(seen) < limit:
             v = stack.pop()
@@ -477,36 +457,20 @@ class Values:
                 continue
             seen.add(v)
             expr = self.exprs[v]
-            kind = expr[0]
-            if kind == "s" and str(expr[1]).startswith("load@"):
-                found.add(expr[1])
-            elif kind == "+":
+            yield v, expr
+            if expr[0] == "+":
                 stack.append(expr[1])
-            elif kind == "op":
+            elif expr[0] == "op":
                 stack.extend(expr[2])
-            elif kind == "phi":
+            elif expr[0] == "phi":
                 stack.extend(self.phi_inputs.get(v, ()))
-        return found
+
+    def _trace(self, vid: int, limit: int) -> set[str]:
+        return {expr[1] for _, expr in self._walk(vid, limit) if expr[0] == "s" and str(expr[1]).startswith("load@")}
 
     def operations(self, vid: int, limit: int = 2048) -> list[tuple[str, tuple[int, ...]]]:
         """Every operation ``(opcode, argument values)`` a value was computed with (through merges too)."""
-        seen: set[int] = set()
-        out = []
-        stack = [vid]
-        while stack and len(seen) < limit:
-            v = stack.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            expr = self.exprs[v]
-            if expr[0] == "op":
-                out.append((expr[1], expr[2]))
-                stack.extend(expr[2])
-            elif expr[0] == "+":
-                stack.append(expr[1])
-            elif expr[0] == "phi":
-                stack.extend(self.phi_inputs.get(v, ()))
-        return out
+        return [(expr[1], expr[2]) for _, expr in self._walk(vid, limit) if expr[0] == "op"]
 
     def describe(self, vid: int, depth: int = 3) -> str:
         """A short human-readable form of a value (for messages and debugging)."""
