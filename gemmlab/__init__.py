@@ -44,7 +44,7 @@ _LAZY = {
     "timeline": ("gemmlab.profiling.api", "timeline"),
 }
 _SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "copy_check", "bench", "roofline_math", "perfbar", "isolate",
-               "integrity", "timing", "runtime", "remote", "profiling"}
+               "integrity", "timing", "runtime", "remote", "profiling", "techniques"}
 
 __all__ = [
     "CompileError", "CompileTimeoutError", "ContextLostError", "GemmlabError", "KernelError", "KernelTimeoutError",

@@ -57,8 +57,8 @@ ARCH_TESTS: dict[str, dict[str, str]] = {
 #: each launch of the student's functions in the student's kernel and replays it on its own tensors
 #: (gemmlab.judge.answers); the instructor's cells that build DSL kernels run in the student's kernel, and
 #: what they define (launchers, compiled kernels) reaches the judge as answers do (autograder/harness/runner.py). A compiled kernel reaches it
-#: as a handle the student's kernel keeps (gemmlab.judge.answers.CompiledAnswer): its PTX is asked for, its
-#: launches recorded.
+#: as a handle the student's kernel keeps (gemmlab.judge.answers.CompiledAnswer): its module image is asked for
+#: (the judge reads its machine code itself, gemmlab.techniques), its launches recorded.
 JUDGED_TESTS: dict[str, tuple[str, ...]] = {
     "01_layouts_and_partitioning": ("test_copy_kernel_slow",),
     "02_tiled_copy": ("test_copy_kernel", "test_bandwidth"),

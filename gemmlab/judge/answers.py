@@ -104,8 +104,12 @@ def _is_dsl(value: Any) -> bool:
 
 #: How a compiled CuTe DSL kernel of the student's is written in data that crosses: a handle its kernel keeps.
 KERNEL_MARK = "__gemmlab_dsl_kernel__"
-#: What the judge may ask of a compiled kernel (:class:`CompiledAnswer`), each plain data.
-KERNEL_FACTS = ("ptx", "sass", "summary", "resources", "kernel_name", "compiled_arch", "signature")
+#: What the judge may ask of a compiled kernel (:class:`CompiledAnswer`), each plain data. Its PTX and SASS
+#: text are not among them: text a student's process writes is evidence of nothing; the judge reads the
+#: machine code of the module image itself ("image", disassembled in the judge).
+KERNEL_FACTS = ("image", "summary", "resources", "kernel_name", "compiled_arch", "signature")
+#: Largest module image a compiled kernel may hand over (as the recorded plans allow).
+MAX_IMAGE_BYTES = 32 << 20
 
 _KERNELS: dict[int, Any] = {}      # in the student's kernel: handle -> compiled kernel the judge was told of
 
@@ -144,7 +148,12 @@ def _fact(kernel: Any, fact: str) -> Any:
     """One of :data:`KERNEL_FACTS` of a compiled kernel, as plain data."""
     if fact not in KERNEL_FACTS:
         raise ValueError(f"the judge may ask a compiled kernel for {', '.join(KERNEL_FACTS)}, not {fact!r}")
-    if fact in ("sass", "summary"):
+    if fact == "image":
+        import base64
+
+        return {"cubin": base64.b64encode(bytes(kernel.cubin)).decode(), "kernel": str(kernel.kernel_name),
+                "arch": str(kernel.compiled_arch)}
+    if fact == "summary":
         return getattr(kernel, fact)()
     if fact == "resources":
         import dataclasses
@@ -433,6 +442,57 @@ def _marked(value: Any, tensors: list[Any], depth: int = 0) -> Any:
 #: hold; oldest dropped first). Emptied whenever the student's answers are bound again: a redefined function
 #: is recorded afresh.
 _REPLAYS: dict[str, Any] = {}
+#: Whose launch each replay recorded, and what must hold of every plan recorded for a launching answer
+#: (:func:`guard_launches`).
+_REPLAY_OWNERS: dict[str, tuple[str, Any]] = {}
+_GUARDS: dict[tuple[str, Any], list[Callable[[Any, list[dict[str, Any]]], None]]] = {}
+
+
+def _guard_key(name: str, kernel: int | None) -> tuple[str, Any]:
+    return ("kernel", kernel) if kernel is not None else ("name", name)
+
+
+def launch_key(target: Any) -> tuple[str, Any]:
+    """Which launches of the student's a judge-side object stands for (a compiled kernel's handle, or a
+    function's name); TypeError for anything that does not launch in the student's kernel."""
+    if isinstance(target, CompiledAnswer):
+        return _guard_key(target.name, target._handle)
+    if isinstance(target, (Answer, DslAnswer)):
+        return _guard_key(target.__name__, None)
+    raise TypeError(f"{type(target).__name__} is not a launch of the student's")
+
+
+def guard_launches(target: Any, guard: Callable[[Any, list[dict[str, Any]]], None]) -> None:
+    """In the judge: from now on, ``guard(plan, tensor_metas)`` sees every plan recorded for a launch of ``target``
+    before it is replayed, and may refuse it by raising (e.g. a kernel other than the one whose machine code was
+    checked). Replays recorded before are dropped, so their next launch is recorded and guarded too."""
+    key = launch_key(target)
+    _GUARDS.setdefault(key, []).append(guard)
+    for replay_key in [k for k, owner in _REPLAY_OWNERS.items() if owner == key]:
+        _REPLAYS.pop(replay_key, None)
+        _REPLAY_OWNERS.pop(replay_key, None)
+
+
+def recorded_plan(target: Any, args: tuple, kwargs: dict[str, Any] | None = None, arch: str | None = None) -> Any:
+    """In the judge: the plan the student's kernel records for one call of ``target`` on ``args`` (tensors on any
+    device: only their shapes, strides, dtypes and alignment cross), without replaying it; no GPU needed."""
+    from ..gpu import current_arch, has_gpu
+
+    launch_key(target)
+    kernel = target._handle if isinstance(target, CompiledAnswer) else None
+    name = target.name if isinstance(target, CompiledAnswer) else target.__name__
+    request, tensors = _request(name, args, dict(kwargs or {}), kernel)
+    if has_gpu():
+        attributes, arch = _device_attributes(), arch or current_arch()
+    else:
+        from ..dsl.host_recording import H100_ATTRIBUTES
+
+        attributes, arch = {str(k): v for k, v in H100_ATTRIBUTES.items()}, arch or "sm_90a"
+    request["record"] = {"arch": arch, "tensors": _metas(tensors), "device_attributes": attributes}
+    reply = _reply(name, channel(request))
+    if "plan" not in reply:
+        raise AnswerError(f"{name}(...): your notebook's kernel sent no recording of the launch.")
+    return reply["plan"]
 MAX_REPLAYS = 256
 MAX_SCRATCH_HELD = 4 << 30
 
@@ -492,6 +552,10 @@ def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any], kernel: int
         reply = _reply(name, channel(request))
         if "plan" not in reply:
             raise AnswerError(f"{name}(...): your notebook's kernel sent no recording of the launch.")
+        owner = _guard_key(name, kernel)
+        for guard in _GUARDS.get(owner, ()):
+            guard(reply["plan"], metas)
+        _REPLAY_OWNERS[key] = owner
         try:
             replay = Replay(reply["plan"], len(tensors))
         except PlanError as exc:
@@ -499,7 +563,9 @@ def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any], kernel: int
         _REPLAYS[key] = replay
         while len(_REPLAYS) > MAX_REPLAYS or (
                 len(_REPLAYS) > 1 and sum(r.scratch_bytes for r in _REPLAYS.values()) > MAX_SCRATCH_HELD):
-            _REPLAYS.pop(next(iter(_REPLAYS)))
+            oldest = next(iter(_REPLAYS))
+            _REPLAYS.pop(oldest)
+            _REPLAY_OWNERS.pop(oldest, None)
     replay(tensors, torch.cuda.current_stream())
 
 
@@ -637,9 +703,10 @@ class DslAnswer:
 class CompiledAnswer:
     """A CuTe DSL kernel the student's kernel compiled, held there by a handle.
 
-    Calls with tensors are recorded there and replayed by the judge; its PTX, SASS, resources and summary
-    are asked for as plain data (text the student's process produced: what the judge runs is the recorded
-    module image, not this text).
+    Calls with tensors are recorded there and replayed by the judge; its module image (a cubin), resources and
+    summary are asked for as plain data. Its machine code is read by the judge from that image
+    (:meth:`sass`, :mod:`gemmlab.techniques`); its PTX is not asked for: text the student's process writes
+    is evidence of nothing.
     """
 
     def __init__(self, handle: int, name: str) -> None:
@@ -676,10 +743,33 @@ class CompiledAnswer:
 
     @property
     def ptx(self) -> str:
-        return self._text("ptx")
+        raise AnswerError(f"{self._name}: the grader does not read PTX text from your notebook's process (it would be "
+                          "evidence of nothing); it reads the machine code of your kernel's image itself. Test cells "
+                          "ask gemmlab.techniques about the kernel instead.")
+
+    def image(self) -> tuple[bytes, str, str]:
+        """``(cubin, kernel symbol, arch)`` of the module image the student's kernel compiled, checked to be an ELF
+        image of bounded size (the judge disassembles it itself)."""
+        import base64
+        import binascii
+
+        value = self._fact("image")
+        if not (isinstance(value, dict) and isinstance(value.get("cubin"), str) and isinstance(value.get("kernel"), str)
+                and isinstance(value.get("arch"), str) and len(value["cubin"]) <= MAX_IMAGE_BYTES * 4 // 3 + 4):
+            raise AnswerError(f"{self._name}: its module image came back malformed.")
+        try:
+            cubin = base64.b64decode(value["cubin"], validate=True)
+        except (binascii.Error, ValueError):
+            raise AnswerError(f"{self._name}: its module image is not base64.") from None
+        if cubin[:4] != b"\x7fELF":
+            raise AnswerError(f"{self._name}: its module image is not a cubin (an ELF file).")
+        return cubin, value["kernel"][:4096], value["arch"][:32]
 
     def sass(self) -> str:
-        return self._text("sass")
+        """The SASS of the module image, disassembled in this process (the judge)."""
+        from ..sass import disassemble
+
+        return disassemble(self.image()[0], self._name)
 
     def summary(self) -> str:
         return self._text("summary")
@@ -752,6 +842,8 @@ def bind(namespace: dict[str, Any], description: str, names: list[str] | None = 
     if not isinstance(described, dict):
         raise AnswerError("the description of your answers is malformed.")
     _REPLAYS.clear()
+    _REPLAY_OWNERS.clear()
+    _GUARDS.clear()
     _BOUND["namespace"], _BOUND["values"] = namespace, {}
     bound = []
     allowed = None if names is None else {n for n in names if isinstance(n, str)}
@@ -781,6 +873,8 @@ def bind(namespace: dict[str, Any], description: str, names: list[str] | None = 
     return bound
 
 
-__all__ = ["ANSWER_FD_ENV", "DESCRIPTION_DEPTH", "MAX_DESCRIPTION_CHARS", "Answer", "AnswerError", "CompiledAnswer", "DslAnswer", "KERNEL_FACTS", "KERNEL_MARK", "JUDGE_ENV", "NeedsStudentProcess", "Opaque", "SocketChannel",
-           "StudentProcessOnly", "TENSOR_MARK", "record_launches", "recording_launches", "serve_in_background",
-           "bind", "channel", "describe", "in_judge", "serve"]
+__all__ = ["ANSWER_FD_ENV", "Answer", "AnswerError", "CompiledAnswer", "DESCRIPTION_DEPTH", "DslAnswer", "JUDGE_ENV",
+           "KERNEL_FACTS", "KERNEL_MARK", "MAX_DESCRIPTION_CHARS", "MAX_IMAGE_BYTES", "NeedsStudentProcess", "Opaque",
+           "SocketChannel", "StudentProcessOnly", "TENSOR_MARK", "bind", "channel", "describe", "guard_launches",
+           "in_judge", "launch_key", "record_launches", "recorded_plan", "recording_launches", "serve",
+           "serve_in_background"]

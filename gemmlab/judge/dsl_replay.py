@@ -334,8 +334,9 @@ class Replay:
         flat = torch.empty(0, dtype=dtype, device=owner.device).set_(storage, 0, (storage.nbytes() // size,), (1,))
         return flat.as_strided(region.shape, region.stride, start // size)
 
-    def __call__(self, tensors: Sequence[Any], stream: Any = None) -> None:
-        """Run every step, in order, on ``stream`` (torch's current stream by default)."""
+    def __call__(self, tensors: Sequence[Any], stream: Any = None, grid: tuple[int, int, int] | None = None) -> None:
+        """Run every step, in order, on ``stream`` (torch's current stream by default). ``grid`` replaces the grid of
+        every launch (a probe that runs only the first CTAs of a kernel: :mod:`gemmlab.techniques.probe`)."""
         import torch
 
         from ..runtime.device import driver
@@ -368,9 +369,10 @@ class Replay:
                         dst.copy_(self._view(step.src, backing))
                     continue
                 loaded = self._functions[(step.image, step.kernel)]
-                validate_launch(step.grid, step.block, step.smem, loaded.limits, name=step.kernel[:60])
+                dims = step.grid if grid is None else tuple(int(g) for g in grid)
+                validate_launch(dims, step.block, step.smem, loaded.limits, name=step.kernel[:60])
                 config = d.CUlaunchConfig()
-                config.gridDimX, config.gridDimY, config.gridDimZ = step.grid
+                config.gridDimX, config.gridDimY, config.gridDimZ = dims
                 config.blockDimX, config.blockDimY, config.blockDimZ = step.block
                 config.sharedMemBytes = step.smem
                 config.hStream = d.CUstream(stream_handle(stream))

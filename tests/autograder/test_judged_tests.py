@@ -118,26 +118,67 @@ def test_a_judged_test_of_a_dsl_answer_runs_in_the_judge_with_launches_recorded(
         ("test_in_student", "passed", False), ("test_judged", "passed", True), ("test_plain", "passed", True)], by_id
 
 
+#: 04's helper cells with their PTX counts read from the machine code instead (gemmlab.techniques), as the notebook's
+#: tests are to read them: the judge no longer reads PTX text from the student's process.
+MACHINE_CODE_HELPERS = {
+    "simt_check": ("def ptx_of(kernel):\n    return kernel.ptx if isinstance(kernel.ptx, str) else kernel.ptx.decode()\n",
+                   "def ptx_of(kernel):\n    return kernel\n"),
+    "simt_check ": ("def fma_counts(ptx):", "def _fma_counts_from_ptx(ptx):"),
+}
+MACHINE_CODE_DEFS = (
+    "\nfrom gemmlab import techniques as _T\n"
+    "def fma_counts(kernel):\n"
+    "    c = _T.instruction_counts(kernel)\n"
+    "    return {'fma.rn.f32': c.get('fma', 0), 'mma': sum(v for k, v in c.items() if k.split()[0] in "
+    "('mma.sync', 'wgmma', 'tcgen05.mma'))}\n")
+MMA_DEFS = (
+    "\ndef mma_instructions(kernel):\n"
+    "    c = _T.instruction_counts(kernel)\n"
+    "    return {('mma.sync.aligned.' if k.startswith('mma.sync') else 'ldmatrix.sync.aligned.m8n8.') + k.split()[1]: v\n"
+    "            for k, v in c.items() if k.startswith(('mma.sync', 'ldmatrix'))}\n")
+
+
+def _read_machine_code(nb: dict) -> None:
+    """04's helper cells, counting instructions in the machine code (the migration docs/TECHNIQUES.md asks for)."""
+    by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
+    simt = "".join(by_id["simt_check"]["source"])
+    for key in ("simt_check", "simt_check "):
+        old, new = MACHINE_CODE_HELPERS[key]
+        assert old in simt, f"04's simt_check no longer holds {old!r}"
+        simt = simt.replace(old, new)
+    by_id["simt_check"]["source"] = simt.replace("SIMT_OPTIONS = {", MACHINE_CODE_DEFS + "\nSIMT_OPTIONS = {", 1)
+    tile = "".join(by_id["tile_check_helpers"]["source"])
+    assert tile.startswith("def mma_instructions(ptx):")
+    by_id["tile_check_helpers"]["source"] = tile.replace("def mma_instructions(ptx):", "def _mma_from_ptx(ptx):", 1) + MMA_DEFS
+
+
 @needs_bwrap
-def test_a_dsl_kernels_ptx_is_checked_in_the_judge_where_a_redefined_helper_changes_nothing(monkeypatch) -> None:
-    """04's one-tile MMA test, graded: the DSL option built with the m16n8k8 atom (two mma.sync where the exercise
-    asks for one m16n8k16) fails in the judge, although a later answer cell redefines the helper that counts the
-    instructions. The kernel was compiled in the student's kernel; the judge holds a handle and reads its PTX.
-    The GPU parts of the test are left out (the worker is told it has a GPU; without one they are skipped)."""
+def test_a_dsl_kernels_machine_code_is_read_in_the_judge_where_forged_ptx_and_a_redefined_helper_change_nothing(
+        monkeypatch) -> None:
+    """04's one-tile MMA test, graded, with its instruction counts read from the machine code (gemmlab.techniques): the
+    DSL option built with the m16n8k8 atom (two mma.sync where the exercise asks for one m16n8k16) fails in the judge,
+    although a later answer cell redefines the helpers that count the instructions and makes every compiled DSL
+    kernel report forged PTX (the attack that earned 8/28 on 07 when the judge read PTX text). The kernel was compiled
+    in the student's kernel; the judge holds a handle and disassembles its image itself. The GPU parts of the test are
+    left out (the worker is told it has a GPU; without one they are skipped)."""
     from autograder.harness import runner
     from tests.support import grading_fixtures as gf
 
     monkeypatch.setattr(runner, "missing_gpu", lambda gpu: "")
     monkeypatch.setattr(runner, "gpu_arch", lambda gpu: "sm_90")
     name, source, release = gf.course_parts("04_mma")
+    _read_machine_code(source)
+    _read_machine_code(release)
     nb = gf.solved(source, release)
     by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
     tile = "".join(by_id["mma_tile_dsl"]["source"])
     assert tile.count("(16, 8, 16)") == 1
     by_id["mma_tile_dsl"]["source"] = tile.replace("(16, 8, 16)", "(16, 8, 8)")
     by_id["cta_dsl"]["source"] = "".join(by_id["cta_dsl"]["source"]) + (
-        "\nmma_instructions = lambda ptx: {'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32': 1,"
-        " 'ldmatrix.sync.aligned.m8n8.x4.shared.b16': 1}\nptx_of = lambda kernel: ''\n")
+        "\nmma_instructions = lambda kernel: {'mma.sync.aligned.m16n8k16': 1, 'ldmatrix.sync.aligned.m8n8.x4': 1}\n"
+        "ptx_of = lambda kernel: ''\n"
+        "import gemmlab.dsl.core as _core\n"
+        "_core.DslKernel.ptx = property(lambda self: '.entry k() { mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 }')\n")
     result = grade_submission(GradeJob("cheat", "04_mma", "t", {name: NotebookParts(source, release, nb)}))
     cells = {c.grade_id: c for c in result.cells}
     assert all(c.judged for c in result.cells), [(c.grade_id, c.judged) for c in result.cells]

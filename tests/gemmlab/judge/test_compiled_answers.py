@@ -1,9 +1,10 @@
 """Compiled CuTe DSL kernels of the student's, seen from the judge: handles their kernel keeps, never the objects.
 
 The student's side compiles for sm_90a on the CPU (no GPU needed); the judge's side talks to it through
-``answers.channel`` as the grader's relay would. What the judge gets is a :class:`CompiledAnswer`: its PTX
-and resources are asked for as plain data, and its launches are recorded in the student's kernel (the replay
-needs a GPU: tests/gemmlab/judge/test_gpu_dsl_replay.py).
+``answers.channel`` as the grader's relay would. What the judge gets is a :class:`CompiledAnswer`: its module
+image and resources are asked for as plain data (its PTX is not: text from the student's process is evidence
+of nothing), and its launches are recorded in the student's kernel (the replay needs a GPU:
+tests/gemmlab/judge/test_gpu_dsl_replay.py).
 """
 from __future__ import annotations
 
@@ -42,17 +43,22 @@ def examples(M=64, N=48, K=32):
     return torch.empty(M, K, dtype=torch.float16), torch.empty(N, K, dtype=torch.float16), torch.empty(M, N)
 
 
-def test_a_compiled_kernel_bound_to_a_name_crosses_as_a_handle_with_its_ptx(linked) -> None:
+def test_a_compiled_kernel_bound_to_a_name_crosses_as_a_handle_with_its_image(linked) -> None:
     student, judge, bind, sent = linked
     student["k"] = dsl.compile(simple_gemm.gemm, *examples(), arch="sm_90a")
     bind("k")
     k = judge["k"]
     assert isinstance(k, answers.CompiledAnswer) and k.name == "gemm"
-    assert k.ptx == student["k"].ptx and ".entry" in k.ptx
+    cubin, kernel, arch = k.image()
+    assert cubin == student["k"].cubin and kernel == student["k"].kernel_name and arch == "sm_90a"
     assert k.resources == student["k"].resources and k.compiled_arch == "sm_90a"
     assert "gemm" in k.summary()
     asked = len(sent)
-    assert k.ptx and len(sent) == asked, "a fact is asked for once"
+    assert k.image()[0] == cubin and len(sent) == asked, "a fact is asked for once"
+    assert k.sass() == student["k"].sass() and "EXIT" in k.sass() and len(sent) == asked, \
+        "the judge disassembles the image itself"
+    with pytest.raises(answers.AnswerError, match="does not read PTX text from your notebook's process"):
+        k.ptx
     with pytest.raises(answers.AnswerError, match="call it with torch tensors"):
         k(3)
     with pytest.raises(answers.NeedsStudentProcess):      # a launch, where the grader does not record launches
@@ -65,7 +71,7 @@ def test_compile_in_the_judge_is_done_by_the_students_kernel_for_probes_of_the_e
     bind("gemm")
     assert isinstance(judge["gemm"], answers.DslAnswer)
     k = dsl.compile(judge["gemm"], *examples(), arch="sm_90a")
-    assert isinstance(k, answers.CompiledAnswer) and ".entry" in k.ptx
+    assert isinstance(k, answers.CompiledAnswer) and k.image()[0][:4] == b"\x7fELF"
     assert sent[0]["compile"]["arch"] == "sm_90a"
     assert [t["shape"] for t in sent[0]["compile"]["tensors"]] == [[64, 32], [48, 32], [64, 48]]
     assert k.compile_for(*examples(16, 16, 8)) is k
@@ -99,11 +105,12 @@ def test_a_handle_the_student_never_gave_or_a_fact_not_offered_is_refused(linked
     bind("k")
     forged = answers.CompiledAnswer(987654, "gemm")
     with pytest.raises(answers.AnswerError, match="KeyError"):
-        forged.ptx
-    reply = json.loads(answers.serve(student, json.dumps({"id": 1, "kernel": judge["k"]._handle, "get": "fn",
-                                                           "args": answers.plain.encode([]),
-                                                           "kwargs": answers.plain.encode({})})))
-    assert reply["error"] == "ValueError" and "not 'fn'" in reply["message"]
+        forged.image()
+    for fact in ("fn", "ptx", "sass"):                  # text the student's process writes is not offered
+        reply = json.loads(answers.serve(student, json.dumps({"id": 1, "kernel": judge["k"]._handle, "get": fact,
+                                                               "args": answers.plain.encode([]),
+                                                               "kwargs": answers.plain.encode({})})))
+        assert reply["error"] == "ValueError" and f"not {fact!r}" in reply["message"]
 
 
 def test_a_mark_that_is_not_a_handle_stays_plain_data() -> None:
@@ -167,6 +174,12 @@ def test_what_comes_back_malformed_is_refused_with_a_sentence(linked, monkeypatc
     k._facts["resources"] = {"registers": float("nan")}
     with pytest.raises(answers.AnswerError, match="resources came back malformed"):
         k.resources
+    for forged, why in (({"cubin": "not base64!", "kernel": "gemm", "arch": "sm_90a"}, "not base64"),
+                        ({"cubin": "aGVsbG8=", "kernel": "gemm", "arch": "sm_90a"}, "not a cubin"),
+                        ({"cubin": 5, "kernel": "gemm", "arch": "sm_90a"}, "malformed"), ("text", "malformed")):
+        k._facts["image"] = forged
+        with pytest.raises(answers.AnswerError, match=why):
+            k.image()
     monkeypatch.setattr(answers, "channel", lambda request: json.dumps({"id": 1}))
     with pytest.raises(answers.AnswerError, match="a reply without a result"):
         judge["pair"]()

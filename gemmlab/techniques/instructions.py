@@ -1,0 +1,128 @@
+"""Checks that count instructions: the tensor-core instruction and its shape, and any other kind
+(TMA loads and stores, multicast, mbarrier waits, setmaxnreg...).
+
+SASS names the MMA's shape in its opcode: ``HMMA.16816.F32`` is ``mma.sync.m16n8k16`` with fp32
+accumulators, ``HMMA.1688`` is m16n8k8, ``HGMMA.64x128x16.F32`` is a wgmma of 64×128×16, ``UTCHMMA`` a
+tcgen05.mma. A WMMA 16×16×16 becomes two ``HMMA.16816``. Counts are of instructions in the machine code,
+so a loop the compiler unrolled multiplies them; an instruction that never runs (``@!PT``) is not counted.
+"""
+from __future__ import annotations
+
+from .check import PLACE, Check, Finding, check_where, failed, no_main_loop, passed, signature
+from .program import Program, Site
+from .semantics import KINDS, NOUNS, TENSOR_CORE, classify
+
+#: What ``mma(kind)`` accepts besides a shape.
+MMA_KINDS = {"mma.sync": "mma.sync", "wgmma": "wgmma", "tcgen05": "tcgen05.mma", "any": None}
+_PTX = {"mma.sync": "mma.sync (SASS HMMA)", "wgmma": "wgmma.mma_async (SASS HGMMA)",
+        "tcgen05.mma": "tcgen05.mma (SASS UTCHMMA)"}
+
+
+def _matches(site: Site, kind: str) -> bool:
+    e = classify(site.ins)
+    if e.kind not in TENSOR_CORE:
+        return False
+    if kind in MMA_KINDS:
+        want = MMA_KINDS[kind]
+        return want is None or e.kind == want
+    return e.shape == kind
+
+
+def _describe(sites: list[Site]) -> str:
+    counts: dict[str, int] = {}
+    for s in sites:
+        e = classify(s.ins)
+        key = f"{e.kind} {e.shape}".strip()
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in counts.items()) or "none"
+
+
+def _count_message(found: int, count: int | None, at_least: int | None) -> str | None:
+    if count is not None and found != count:
+        return f"expected {count}, found {found}"
+    if at_least is not None and found < at_least:
+        return f"expected at least {at_least}, found {found}"
+    return None
+
+
+def mma(kind: str = "any", count: int | None = None, at_least: int | None = 1, where: str = "anywhere",
+        only: bool = False) -> Check:
+    """Tensor-core instructions of ``kind`` in ``where``: a shape (``"m16n8k16"``, ``"m16n8k8"``, a wgmma's
+    ``"64x256x16"``) or a family (``"mma.sync"``, ``"wgmma"``, ``"tcgen05"``, ``"any"``); exactly ``count`` of
+    them, or ``at_least``; ``only``: no tensor-core instruction of another kind there.
+
+    Reads: HMMA/IMMA (mma.sync, and WMMA: two HMMA.16816 per 16×16×16), HGMMA (wgmma), UTCHMMA (tcgen05.mma).
+    """
+    check_where(where)
+    name = signature("mma", kind=kind, count=count, at_least=at_least if at_least != 1 else None,
+                     where=where if where != "anywhere" else None, only=only or None)
+    what = _PTX.get(MMA_KINDS.get(kind) or "", f"{kind} MMA")
+
+    def run(p: Program) -> Finding:
+        early = no_main_loop(p, name, where)
+        if early:
+            return early
+        every = p.where(TENSOR_CORE, where)
+        good = [s for s in every if _matches(s, kind)]
+        problem = _count_message(len(good), count, at_least if count is None else None)
+        if problem:
+            return failed(name, f"{PLACE[where]}: {problem} {what} instruction(s); your kernel has "
+                                f"{_describe(every)}.", every)
+        if only and len(good) != len(every):
+            other = [s for s in every if s not in good]
+            return failed(name, f"{PLACE[where]} your kernel also uses {_describe(other)}: use the {kind} "
+                                "instruction only.", other)
+        return passed(name, f"{len(good)} {what} instruction(s) {PLACE[where]}.", good)
+
+    return Check(name, f"tensor cores through {what}", run)
+
+
+def instructions(kind: str, count: int | None = None, at_least: int | None = 1, where: str = "anywhere",
+                 detail: str | None = None) -> Check:
+    """Instructions of a kind of :data:`gemmlab.techniques.semantics.KINDS` in ``where``: exactly ``count``
+    or ``at_least``; ``detail`` narrows it (``"multicast"`` for TMA loads, ``"increase"``/``"decrease"`` for
+    setmaxnreg, ``"remote"`` for an arrive on another CTA's barrier).
+
+    Reads: the SASS named for that kind in KINDS.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind= must be one of {', '.join(KINDS)}, not {kind!r}")
+    check_where(where)
+    name = signature("instructions", kind=kind, count=count, at_least=at_least if at_least != 1 else None,
+                     where=where if where != "anywhere" else None, detail=detail)
+    what = NOUNS[kind] + (f" ({detail})" if detail else "")
+
+    def run(p: Program) -> Finding:
+        early = no_main_loop(p, name, where)
+        if early:
+            return early
+        found = [s for s in p.where(kind, where) if detail is None or classify(s.ins).detail == detail]
+        if kind == "mbarrier.wait":
+            found = [s for s in found if s.block not in p.spin_blocks]
+        problem = _count_message(len(found), count, at_least if count is None else None)
+        if problem:
+            return failed(name, f"{PLACE[where]}: {problem} {what}. ({KINDS[kind][0].upper()}{KINDS[kind][1:]}.)",
+                          found)
+        return passed(name, f"{len(found)} {what} {PLACE[where]}.", found)
+
+    return Check(name, KINDS[kind], run)
+
+
+def instruction_counts(target: object, example: object = None) -> dict[str, int]:
+    """How many instructions of each kind (with its shape: ``"mma.sync m16n8k16"``, ``"ldmatrix x4"``,
+    ``"wgmma 64x128x16"``, ``"fma"``, ``"tma.load"``…) the machine code of ``target``'s kernels holds; what
+    a count of PTX instructions said, read from the image that runs."""
+    from .images import machine_code, program
+
+    counts: dict[str, int] = {}
+    for code in machine_code(target, example):       # type: ignore[arg-type]
+        for s in program(code).sites:
+            e = classify(s.ins)
+            if e.kind in ("other", "none", "nop"):
+                continue
+            key = f"{e.kind} {e.shape}{'.trans' if e.trans else ''}".strip()
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+__all__ = ["MMA_KINDS", "instruction_counts", "instructions", "mma"]

@@ -1,0 +1,271 @@
+"""Checks of the asynchronous pipeline: commits, waits, copies in flight while the MMAs run, and the
+release of a shared-memory slot only after the wgmmas that read it.
+
+What they read is :mod:`.groups`' bookkeeping of the groups that may be pending at each instruction
+(``LDGSTS`` issues, ``LDGDEPBAR`` commits, ``DEPBAR.LE SB0, N`` waits; ``HGMMA`` … ``gsb0`` commits a
+wgmma group, ``WARPGROUP.DEPBAR.LE gsb0, N`` waits). Counts are of groups that hold data: an empty
+group (a commit with no copy since the last one) counts for ``wait_group N`` but brings nothing, so a
+wait that looks like ``wait_group 1`` after an extra empty commit is a wait for everything.
+"""
+from __future__ import annotations
+
+from .check import PLACE, Check, Finding, check_where, failed, no_main_loop, passed, signature
+from .cfg import Loop
+from .program import Program, Site
+from .semantics import TENSOR_CORE, classify
+
+_READS_SHARED = ("ldmatrix",)
+
+
+def _reads_shared(site: Site) -> bool:
+    e = classify(site.ins)
+    return e.kind in _READS_SHARED or (e.kind == "load" and e.space == "shared") or e.kind in ("wgmma", "tcgen05.mma")
+
+
+def _per_trip(p: Program, loop: Loop, kind: str) -> set[int]:
+    """How many instructions of ``kind`` one trip round ``loop`` runs: the counts (capped at 8) over every path
+    from its header back to it (loops inside it are gone round once; a predicated one may be skipped)."""
+    g = p.graph
+    back = set(g.back_edges)
+    out: dict[int, set[int]] = {}
+    for b in (b for b in g.order if b in loop.body):          # reverse postorder: forward predecessors first
+        if b == loop.header:
+            incoming = {0}
+        else:
+            incoming = set().union(*[out.get(q, set()) for q in g.blocks[b].predecessors
+                                     if q in loop.body and (q, b) not in back])
+        counts = set(incoming)
+        instructions = g.blocks[b].instructions
+        for i, ins in enumerate(instructions):
+            if classify(ins).kind == kind and not (kind == "cp.async.commit" and _wait_all(instructions, i)):
+                counts = {min(8, c + 1) for c in counts} | (counts if ins.conditional else set())
+        out[b] = counts
+    return set().union(*[out.get(u, set()) for u, _h in loop.back_edges])
+
+
+def _wait_all(instructions: list, i: int) -> bool:
+    """Whether the commit at ``i`` is the first half of ``cp.async.wait_all`` (CuTe's ``cp_async_wait<0>``): it
+    closes an empty group (a commit came before it with no copy between) and a wait for every group follows."""
+    before = next((classify(x).kind for x in reversed(instructions[:i])
+                   if classify(x).kind in ("cp.async", "cp.async.commit", "async.wait")), None)
+    after = next((x for x in instructions[i + 1:] if classify(x).kind in ("cp.async", "cp.async.commit", "async.wait")),
+                 None)
+    return before == "cp.async.commit" and after is not None and classify(after).kind == "async.wait" and \
+        classify(after).count == 0
+
+
+def commits_per_stage(where: str = "main_loop") -> Check:
+    """Every trip round the main loop commits the same number of groups of copies, one per k-tile (also when no
+    tile is left to load): ``wait_group N`` counts groups, so a trip without its commit makes it wait for the
+    wrong tile. A loop the compiler unrolled holds several k-tiles a trip: as many commits as waits.
+
+    Reads: LDGDEPBAR and DEPBAR.LE SB0 on every path from the loop's header back to it.
+    """
+    if where != "main_loop":
+        raise ValueError("commits_per_stage speaks of the main loop only")
+    name = signature("commits_per_stage")
+
+    def run(p: Program) -> Finding:
+        early = no_main_loop(p, name, where)
+        if early:
+            return early
+        for loop in p.main_loops:
+            commits = _per_trip(p, loop, "cp.async.commit")
+            waits = _per_trip(p, loop, "async.wait")
+            if 0 in commits or len(commits) > 1:
+                return failed(name, "some trips round your main loop commit no group of copies, or fewer than others "
+                                    "(the commit is inside an `if`, or missing): wait_group N counts committed groups, "
+                                    "so commit once in every iteration, even when no tile is left to load.")
+            if len(waits) == 1 and min(waits) >= 1 and commits != waits:
+                return failed(name, f"each trip round your main loop commits {min(commits)} groups of copies but "
+                                    f"waits {min(waits)} time(s): commit one group per k-tile, or wait_group N no "
+                                    "longer counts k-tiles.")
+        return passed(name, "every trip round the main loop commits one group per k-tile.")
+
+    return Check(name, "one cp.async group committed per k-tile", run)
+
+
+def _effective_waits(p: Program, sites: list[Site]) -> list[Site]:
+    """The waits that are not followed by another wait before shared memory is read (a wait right before a
+    stricter one does nothing)."""
+    out = []
+    for s in sites:
+        block = p.graph.blocks[s.block]
+        superseded = False
+        for ins in block.instructions[s.index + 1:]:
+            e = classify(ins)
+            if e.kind == "async.wait" and not ins.conditional:
+                superseded = True
+                break
+            if _reads_shared(Site(s.block, 0, ins)):
+                break
+        if not superseded:
+            out.append(s)
+    return out
+
+
+def waits_in_main_loop(pending: int) -> Check:
+    """The main loop waits for its copies with exactly ``pending`` groups of data left in flight (a ring of
+    STAGES slots: ``pending = STAGES - 2``): waiting for more stalls the pipeline, waiting for less reads a
+    slot before its copies have landed.
+
+    Reads: DEPBAR.LE SB0 (cp.async.wait_group) in each main loop, and the groups that may still be pending
+    after it, counting only groups that hold copies.
+    """
+    if pending < 0:
+        raise ValueError("pending= is a number of groups, 0 or more")
+    name = signature("waits_in_main_loop", pending=pending)
+
+    def run(p: Program) -> Finding:
+        early = no_main_loop(p, name, "main_loop")
+        if early:
+            return early
+        groups = p.cp_async_groups
+        for loop in p.main_loops:
+            waits = [Site(b, i, ins) for b, i, ins, _ in groups.each(lambda i: classify(i).kind == "async.wait", set(loop.body))]
+            if not waits:
+                return failed(name, "your main loop never waits for its copies (no cp.async.wait_group inside it): the "
+                                    "MMAs may read a slot before its tile has landed.")
+            for w in _effective_waits(p, waits):
+                after = groups.after(w.block, w.index)
+                most = max((s.committed_data for s in after), default=0)
+                asked = classify(w.ins).count
+                if most > pending:
+                    return failed(name, f"your main loop's wait (cp.async.wait_group {asked}) leaves up to {most} "
+                                        f"groups of copies pending where {pending} may be: the tile the next MMAs "
+                                        "read may not have landed yet.", [w])
+                if most < pending:
+                    empty = any(len(s.pending) > s.committed_data for s in after)
+                    why = (" An extra commit with no copy makes an empty group that the wait counts: it then waits "
+                           "for every group that holds data." if empty and asked and asked >= pending else "")
+                    if most == 0:
+                        msg = (f"your main loop waits for every copy issued so far (cp.async.wait_group {asked} inside "
+                               "the loop leaves no group of copies pending): the k-tiles the next iterations need are "
+                               f"not kept in flight, so this is not yet a pipeline; the wait should leave {pending} "
+                               "group(s) pending.")
+                    else:
+                        msg = (f"your main loop's wait (cp.async.wait_group {asked}) leaves only {most} group(s) of "
+                               f"copies pending where {pending} could stay in flight: it stalls on copies the "
+                               "pipeline wants in flight.")
+                    return failed(name, msg + why, [w])
+        return passed(name, f"the main loop's waits leave {pending} group(s) of copies in flight.")
+
+    return Check(name, f"cp.async.wait_group leaving {pending} group(s) pending in the main loop", run)
+
+
+def pipelined(in_flight: int) -> Check:
+    """Copies of later k-tiles are in flight while the main loop's MMAs run: at the MMAs, up to ``in_flight``
+    groups of cp.async copies may still be on their way (a ring of STAGES slots: ``STAGES - 1``).
+
+    Reads: the cp.async groups (with data) that may be pending at each tensor-core instruction of the main
+    loops, the largest count over every path. Cannot see: which tiles those copies fetch.
+    """
+    if in_flight < 1:
+        raise ValueError("in_flight= is the number of k-tiles in flight during the MMAs, 1 or more")
+    name = signature("pipelined", in_flight=in_flight)
+
+    def run(p: Program) -> Finding:
+        early = no_main_loop(p, name, "main_loop")
+        if early:
+            return early
+        groups = p.cp_async_groups
+        for loop in p.main_loops:
+            at = groups.each_steady(loop, lambda i: classify(i).kind in TENSOR_CORE)
+            most = max((s.in_flight for _, _, _, states in at for s in states), default=0)
+            if most == 0:
+                waits = [ins for b in loop.body for ins in p.graph.blocks[b].instructions if classify(ins).kind == "async.wait"]
+                detail = f" (cp.async.wait_group {classify(waits[0]).count} inside the loop)" if waits else ""
+                return failed(name, f"your main loop waits for every copy before it computes{detail}: no copy is in "
+                                    "flight during the MMAs, so this is not yet a pipeline. Issue the copies of later "
+                                    "k-tiles before the MMAs of this one and wait only for the tile you need.")
+            if most < in_flight:
+                return failed(name, f"while your main loop's MMAs run, at most {most} k-tile(s) of copies are in "
+                                    f"flight, where the ring keeps {in_flight}: the loop waits for tiles it does "
+                                    "not need yet (check the wait_group count and where the next tiles are issued).")
+        return passed(name, f"up to {in_flight} k-tiles of copies are in flight while the MMAs run.")
+
+    return Check(name, f"{in_flight} k-tile(s) of copies in flight during the MMAs", run)
+
+
+def copies_land_before_reads(pending: int = 0, where: str = "anywhere") -> Check:
+    """Every read of shared memory in ``where`` happens after a wait and a barrier that leave at most
+    ``pending`` groups of copies in flight, and no copy is left outside a committed group.
+
+    Reads: the cp.async groups pending at each LDS/LDSM (and wgmma) and whether a BAR.SYNC came after the
+    last wait. Cannot see: which part of shared memory a read touches (a pipeline reads one slot while
+    copies fill others; use waits_in_main_loop there).
+    """
+    check_where(where)
+    name = signature("copies_land_before_reads", pending=pending, where=where if where != "anywhere" else None)
+
+    def run(p: Program) -> Finding:
+        early = no_main_loop(p, name, where)
+        if early:
+            return early
+        groups = p.cp_async_groups
+        if not p.where("cp.async"):
+            return failed(name, "your kernel issues no cp.async copy whose arrival could be waited for.")
+        region = p.region(where)
+        reads = groups.each(lambda i: _reads_shared(Site(0, 0, i)), region)
+        for b, i, ins, states in reads:
+            relevant = [s for s in states if s.pending or s.open or not s.synced]
+            if not relevant:
+                continue
+            site = Site(b, i, ins)
+            if any(s.open for s in states):
+                return failed(name, "your copies are not closed into a group before the wait (no cp.async.commit_group "
+                                    "between the copies and cp.async.wait_group): a wait covers committed groups only, "
+                                    "so shared memory is read while the copies may still be on their way.", [site])
+            most = max(s.committed_data for s in states)
+            if most > pending:
+                return failed(name, f"shared memory is read while up to {most} group(s) of copies may still be in "
+                                    f"flight: the wait before the read leaves too many pending (cp.async.wait_group N "
+                                    "waits for all but the newest N groups).", [site])
+            if any(not s.synced for s in states):
+                return failed(name, "shared memory is read after the wait but with no barrier (__syncthreads) between "
+                                    "them: a wait covers only the calling thread's copies, the barrier makes every "
+                                    "thread's copies visible.", [site])
+        if not reads:
+            return failed(name, f"no read of shared memory {PLACE[where]}.")
+        return passed(name, "every read of shared memory comes after its copies have landed, and after a barrier.")
+
+    return Check(name, "copies waited for (commit, wait, barrier) before shared memory is read", run)
+
+
+def releases_after_wgmma_wait(in_flight: int = 1, overlap: bool = False) -> Check:
+    """In the main loop, a slot is released (an mbarrier arrival) only when at most ``in_flight`` groups of
+    wgmmas may still run: after ``wgmma.wait_group(1)`` the previous k-tile's wgmmas, which read the slot
+    being released, have finished. ``overlap``: and the current group is still allowed to run then (a release
+    after ``wait_group(0)`` is correct but makes the tensor cores idle while the next wait runs).
+
+    Reads: the wgmma groups (HGMMA … gsb0) pending at each plain mbarrier arrive (SYNCS.ARRIVE …ART0) in the
+    main loops, after the WARPGROUP.DEPBAR waits.
+    """
+    name = signature("releases_after_wgmma_wait", in_flight=in_flight, overlap=overlap or None)
+
+    def run(p: Program) -> Finding:
+        early = no_main_loop(p, name, "main_loop")
+        if early:
+            return early
+        groups = p.wgmma_groups
+        inside = p.region("main_loop")
+        arrives = groups.each(lambda i: classify(i).kind == "mbarrier.arrive", inside)
+        if not arrives:
+            return failed(name, "your main loop releases no slot (no mbarrier arrive on an empty barrier).")
+        for b, i, ins, states in arrives:
+            most = max((s.in_flight for s in states), default=0)
+            if most > in_flight:
+                return failed(name, f"your main loop releases a slot while up to {most} groups of wgmmas may still "
+                                    "read shared memory: wgmma is asynchronous, so wait (warpgroup.wait_group) until "
+                                    "the wgmmas that read the slot have finished before releasing it.", [Site(b, i, ins)])
+            if overlap and most < in_flight:
+                return failed(name, "your main loop releases a slot only after every wgmma has finished "
+                                    f"(warpgroup.wait_group(0)): keep {in_flight} group running while the slot of the "
+                                    "previous k-tile is released, so the tensor cores stay busy.", [Site(b, i, ins)])
+        return passed(name, f"slots are released with at most {in_flight} wgmma group(s) running.")
+
+    return Check(name, "a slot released only after the wgmmas that read it", run)
+
+
+__all__ = ["commits_per_stage", "copies_land_before_reads", "pipelined", "releases_after_wgmma_wait",
+           "waits_in_main_loop"]
