@@ -135,7 +135,7 @@ def test_a_dsl_kernels_ptx_is_checked_in_the_judge_where_a_redefined_helper_chan
     tile = "".join(by_id["mma_tile_dsl"]["source"])
     assert tile.count("(16, 8, 16)") == 1
     by_id["mma_tile_dsl"]["source"] = tile.replace("(16, 8, 16)", "(16, 8, 8)")
-    by_id["cta_dsl"]["source"] = "".join(by_id["cta_dsl"]["source"]) + (
+    by_id["spot_answer"]["source"] = "".join(by_id["spot_answer"]["source"]) + (
         "\nmma_instructions = lambda ptx: {'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32': 1,"
         " 'ldmatrix.sync.aligned.m8n8.x4.shared.b16': 1}\nptx_of = lambda kernel: ''\n")
     result = grade_submission(GradeJob("cheat", "04_mma", "t", {name: NotebookParts(source, release, nb)}))
