@@ -20,6 +20,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import gemmlab  # noqa: E402
 
 from tests.support import ROOT  # noqa: E402
+from tests.support.graded_cells import cells_by_grade_id  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
 from solution_cells import cell_source, load_namespace  # noqa: E402
@@ -48,8 +49,9 @@ def _dsl_function(tmp: Path, source: str | None = None):
 def _example(device: str):
     import torch
 
-    return (torch.empty(64, 16, dtype=torch.float16, device=device), torch.empty(64, 16, dtype=torch.float16, device=device),
-            torch.empty(64, 64, dtype=torch.float32, device=device), 256)
+    half = dict(dtype=torch.float16, device=device)
+    D = torch.empty(64, 64, dtype=torch.float32, device=device)
+    return torch.empty(64, 16, **half), torch.empty(64, 16, **half), D, 256
 
 
 @pytest.mark.slow
@@ -87,14 +89,8 @@ def _check_simt_shares():
     """The notebook's own check_simt_shares, run from its cell."""
     ns: dict = {}
     exec("import numpy as np\nfrom gemmlab.thread_shares import thread_shares", ns)
-    exec(load_cell_text("simt_shares"), ns)
+    exec(cells_by_grade_id("04_mma")["simt_shares"], ns)
     return ns["check_simt_shares"]
-
-
-def load_cell_text(grade_id: str) -> str:
-    from tests.support.graded_cells import cells_by_grade_id
-
-    return cells_by_grade_id("04_mma")[grade_id]
 
 
 @pytest.mark.gpu

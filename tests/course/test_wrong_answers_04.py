@@ -26,7 +26,8 @@ from tests.support.graded_cells import cells_by_grade_id  # noqa: E402
 NB = "04_mma"
 # The cells every graded test below needs, in notebook order (no kernel is compiled).
 CONTEXT = ["setup", "simt_build", "dsl_helpers", "simt_owned_exprs", "simt_answers", "expression_answers",
-           "simt_checker", "simt_shares", "atoms", "dsl_truth", "owners", "owner_checker", "table_helper", "spot_answer"]
+           "simt_checker", "simt_shares", "atoms", "dsl_truth", "owners", "owner_checker", "table_helper",
+           "spot_answer"]
 
 
 def _run(ns: dict, name: str, source: str, folder: Path) -> None:
@@ -175,7 +176,8 @@ def test_simt_kernel_ptx_check(notebook, ptx: str, passes: bool) -> None:
     _, graded = notebook
     launcher = lambda A, B, D, threads=256: None  # noqa: E731
     options = {"C++ (option A)": (launcher, lambda: FakeKernel(ptx)), "DSL (option B)": (None, None)}
-    run = lambda: graded("test_simt_tile", simt_cpp=launcher, simt_dsl=None, SIMT_OPTIONS=options, GPU=False)  # noqa: E731
+    def run() -> None:
+        graded("test_simt_tile", simt_cpp=launcher, simt_dsl=None, SIMT_OPTIONS=options, GPU=False)
     if passes:
         run()
     else:
@@ -222,7 +224,7 @@ def test_simt_shares_pass_the_permutation_and_fail_the_integer_tile(notebook) ->
 
 
 def test_graded_simt_cell_fails_the_integer_tile_on_a_gpu(notebook) -> None:
-    """The graded cell's GPU branch, with a stand-in for the kernel: a right D from the integer tile loses the points."""
+    """The graded cell's GPU branch with a stand-in kernel: a right D from the integer tile loses the points."""
     ns, graded = notebook
     L = ns["L"]
     world = gpu_world(ns["nbh"])
@@ -264,7 +266,7 @@ def test_owners_fail_wrong_answers(notebook, name: str, answer: tuple) -> None:
 
 
 def test_owners_cannot_be_read_from_truth(notebook) -> None:
-    """Inverting the TRUTH arrays the notebook builds is no answer: a function, or a name of the notebook, is refused."""
+    """Inverting the notebook's TRUTH arrays is no answer: a function, or a name of the notebook, is refused."""
     ns, graded = notebook
     vals = ns["TRUTH"]["m16n8k16", "A"][1]
 
@@ -322,7 +324,8 @@ def _string_matcher(ns: dict) -> dict:
     for row, (instr, op, lay, _) in ns["TABLE"].items():
         text = str(lay).replace(" ", "")
         if text not in printed[instr, op]:
-            shows = next((o for (i, o), texts in printed.items() if i == instr and text in texts), "A" if op != "A" else "B")
+            same = [o for (i, o), texts in printed.items() if i == instr and text in texts]
+            shows = same[0] if same else ("A" if op != "A" else "B")
             fixed = L.Layout(*{"C": (((4, 8), (2, 2)), ((32, 1), (16, 8)))}.get(op, (((4, 8), 2), ((16, 1), 8))))
             return {"WRONG_ROW": row, "WRONG_ROW_SHOWS": shows, "FIXED_LAYOUT": fixed}
     return {"WRONG_ROW": 1, "WRONG_ROW_SHOWS": "B", "FIXED_LAYOUT": L.Layout(((4, 8), (2, 2)), ((32, 1), (16, 8)))}

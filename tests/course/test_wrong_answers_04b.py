@@ -225,7 +225,8 @@ def test_graded_cta_cell_fails_interleaved_warps_on_a_gpu(notebook) -> None:
     ns, graded = notebook
     L = ns["L"]
     world = gpu_world(ns["nbh"])
-    ptx = "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1}, [%r2];\nmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 x;\n"
+    ptx = ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1}, [%r2];\n"
+           "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 x;\n")
     options = {"C++ (option A)": (None, lambda: FakeKernel(ptx)), "DSL (option B)": (None, None)}
     check = functools.partial(ns["check_warp_blocks"], device="cpu")
     blocks = (L.Layout((16, 2, 2), (1, 32, 16)), L.Layout((8, 2, 4), (1, 32, 8)), 16)

@@ -1,4 +1,4 @@
-"""Notebook 04's and 04b's solution kernels, taken from solutions/04_mma and 04b_tiled_mma by cell tag (no second copy).
+"""Notebooks 04's and 04b's tensor-core solution kernels, taken from their solutions notebooks by cell tag (no copy).
 
 Shared by tests/test_mma04.py (compile only, CPU) and tests/test_gpu_mma04.py (check_gemm on
 the GPU). The DSL needs its functions' source in a file, so the DSL cells are written to a
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from solution_cells import cell_source, load_namespace  # noqa: E402
 
-ASSIGNMENT = "04_mma"          # the one-warp tile kernel
+ASSIGNMENT = "04_mma"              # the one-warp tile kernel
 CTA_ASSIGNMENT = "04b_tiled_mma"   # the 64x64 CTA kernel
 CTA_TILE = 64
 #: The threads of the CTA kernel's launch (its host function and launcher take them as an argument).
@@ -27,7 +27,8 @@ def cpp_sources() -> dict[str, str]:
 
 def dsl_module(tmp_dir: Path):
     """The two DSL solution cells as one imported module (mma_tile_dsl, cta_gemm_dsl)."""
-    source = "\n\n".join([cell_source(ASSIGNMENT, "kernel:mma04_tile_dsl"), cell_source(CTA_ASSIGNMENT, "kernel:mma04_cta_dsl")])
+    source = "\n\n".join([cell_source(ASSIGNMENT, "kernel:mma04_tile_dsl"),
+                           cell_source(CTA_ASSIGNMENT, "kernel:mma04_cta_dsl")])
     path = tmp_dir / "mma04_dsl_solutions.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("mma04_dsl_solutions", path)
