@@ -22,6 +22,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 from tests.support.fake_kernels04 import FakeKernel, fake_kernel, gpu_world, owner_map  # noqa: E402
 from tests.support.graded_cells import cells_by_grade_id  # noqa: E402
+from tests.support.notebook_cells import gpu_hidden, notebook_namespace, run_cell  # noqa: E402
 
 NB = "04_mma"
 # The cells every graded test below needs, in notebook order (no kernel is compiled).
@@ -30,44 +31,17 @@ CONTEXT = ["setup", "simt_build", "dsl_helpers", "simt_owned_exprs", "simt_answe
            "spot_answer"]
 
 
-def _run(ns: dict, name: str, source: str, folder: Path) -> None:
-    path = folder / f"{name}.py"          # the CuTe DSL reads its functions' source from a file
-    path.write_text(source)
-    exec(compile(source, str(path), "exec"), ns)
-
-
 @pytest.fixture(scope="module")
-def hidden_gpu():
-    """gemmlab sees no GPU while this module's notebook cells run (only these tests, never the session)."""
-    from gemmlab import gpu as gpu_module
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(gpu_module.HIDE_ENV, "1")
-        gpu_module.refresh()
-        yield
-    gpu_module.refresh()
-
-
-@pytest.fixture(scope="module")
-def notebook(hidden_gpu):
+def notebook():
     import matplotlib
 
     matplotlib.use("Agg")
-    cells = cells_by_grade_id(NB)
-    folder = Path(tempfile.mkdtemp(prefix="gemmlab-04-wrong-"))
-    ns: dict = {"__name__": "nb04"}
-    for name in CONTEXT:
-        _run(ns, name, cells[name], folder)
-    # The helpers of the SIMT kernel check, without compiling the kernels.
-    _run(ns, "simt_check_helpers", cells["simt_check"].split("SIMT_OPTIONS =")[0], folder)
-
-    def graded(test: str, **answers) -> dict:
-        local = dict(ns)
-        local.update(answers)
-        _run(local, test, cells[test], folder)
-        return local
-
-    return ns, graded
+    with gpu_hidden():
+        ns, graded = notebook_namespace(NB, CONTEXT)
+        # The helpers of the SIMT kernel check, without compiling the kernels.
+        run_cell(ns, "simt_check_helpers", cells_by_grade_id(NB)["simt_check"].split("SIMT_OPTIONS =")[0],
+                 Path(tempfile.mkdtemp()))
+        yield ns, graded
 
 
 # ---------------------------------------------------------------- Exercise 1 (a): SIMT_M, SIMT_N

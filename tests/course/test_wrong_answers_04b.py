@@ -20,47 +20,20 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 from tests.support.fake_kernels04 import FakeKernel, fake_kernel, gpu_world, owner_map  # noqa: E402
 from tests.support.graded_cells import cells_by_grade_id  # noqa: E402
+from tests.support.notebook_cells import gpu_hidden, notebook_namespace, run_cell  # noqa: E402
 
 NB = "04b_tiled_mma"
 CONTEXT = ["setup", "dsl_helpers", "dsl_truth", "warp_maps", "cta_mma_params", "cta_mma_checker", "plan_answer",
            "plan_checker", "kernel_helpers", "warp_shares"]
 
 
-def _run(ns: dict, name: str, source: str, folder: Path) -> None:
-    path = folder / f"{name}.py"          # the CuTe DSL reads its functions' source from a file
-    path.write_text(source)
-    exec(compile(source, str(path), "exec"), ns)
-
-
 @pytest.fixture(scope="module")
-def hidden_gpu():
-    from gemmlab import gpu as gpu_module
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(gpu_module.HIDE_ENV, "1")
-        gpu_module.refresh()
-        yield
-    gpu_module.refresh()
-
-
-@pytest.fixture(scope="module")
-def notebook(hidden_gpu):
+def notebook():
     import matplotlib
 
     matplotlib.use("Agg")
-    cells = cells_by_grade_id(NB)
-    folder = Path(tempfile.mkdtemp(prefix="gemmlab-04b-wrong-"))
-    ns: dict = {"__name__": "nb04b"}
-    for name in CONTEXT:
-        _run(ns, name, cells[name], folder)
-
-    def graded(test: str, **answers) -> dict:
-        local = dict(ns)
-        local.update(answers)
-        _run(local, test, cells[test], folder)
-        return local
-
-    return ns, graded
+    with gpu_hidden():
+        yield notebook_namespace(NB, CONTEXT)
 
 
 # ---------------------------------------------------------------- Exercise 1: cta_mma_params
@@ -184,7 +157,7 @@ def test_plan_fails_answers_made_for_the_visible_problems(notebook) -> None:
     visible = cells["test_plan"].split("### BEGIN HIDDEN TESTS")[0]
     assert all(f'"M": {m}' in visible for m in visible_m), "the visible problems changed: update visible_m"
     ns, _ = notebook
-    _run({**ns, "plan_cta": remembered}, "test_plan_visible", visible, Path(tempfile.mkdtemp()))   # the student's run
+    run_cell({**ns, "plan_cta": remembered}, "test_plan_visible", visible, Path(tempfile.mkdtemp()))   # visible only
     with pytest.raises(AssertionError):
         graded("test_plan", plan_cta=remembered)
 
