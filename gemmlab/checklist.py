@@ -15,6 +15,7 @@ notebook in front of them is about.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence, Union
 
@@ -69,7 +70,7 @@ _STEPS = (
           Choice("wgmma 64xNx16 (SM90)", "sm_90a only: a warpgroup (128 threads), B from shared memory, A from shared memory or registers; DSL warpgroup.MmaF16BF16Op"),
           Choice("tcgen05 UMMA (SM100)", "sm_100a: one thread issues it, the accumulator lives in tensor memory")),
          "The GPU's architecture and the input/accumulator types; the atom fixes the A, B, C TV layouts.",
-         ("04", "07")),
+         ("04", "04b", "07")),
     Step(3, "tiled mma", "TiledMMA",
          "How do atoms cover the CTA tile: how many atoms (warps) along M and N, and where do repeats go?",
          (Choice("atoms layout, e.g. (2,2,1)",
@@ -82,7 +83,7 @@ _STEPS = (
           Choice("layout permutation, e.g. M (16,2,2):(1,32,16)", "also says where repeats go: contiguous blocks, wider vectors"),
           Choice("CTA tile BM x BN x BK", "arithmetic intensity against registers (BM*BN/threads accumulators each)")),
          "Threads per CTA, accumulator registers, the tile's intensity, which values should be neighbours in C.",
-         ("04", "05", "06")),
+         ("04", "04b", "05", "06")),
     Step(4, "smem layout", "SMEM layout and swizzle",
          "How do the A and B tiles sit in shared memory?",
          (Choice("row-major, unswizzled", "simple; column-wise reads of it have bank conflicts"),
@@ -98,7 +99,7 @@ _STEPS = (
           Choice("TMA (SM90)", "one thread copies a whole swizzled box, completion counted by an mbarrier"),
           Choice("ldmatrix (SM75)", "shared -> registers straight into MMA fragments (make_tiled_copy_A/B)")),
          "The architecture, the operands' alignment, the atom's fragments (wgmma reads its shared-memory operands itself).",
-         ("02", "04", "05", "06", "07")),
+         ("02", "04b", "05", "06", "07")),
     Step(6, "pipeline", "Pipeline",
          "How do copies of the next k-tiles overlap the math on this one?",
          (Choice("none: copy, barrier, compute", "correct and simple; the tensor cores wait for every load"),
@@ -147,8 +148,8 @@ def _done(here: set[int], notebook: str | None) -> set[int]:
     """Steps already decided: those a notebook before ``notebook`` teaches, or (without one) the
     steps before the first current one."""
     if notebook is not None:
-        if not (isinstance(notebook, str) and len(notebook) == 2 and notebook.isdigit()):
-            raise ChecklistError(f"notebook={notebook!r}: give the notebook's two-digit number, e.g. '05'.")
+        if not (isinstance(notebook, str) and re.fullmatch(r"\d\d[a-z]?", notebook)):
+            raise ChecklistError(f"notebook={notebook!r}: give the notebook's number as its name starts, e.g. '05' or '04b'.")
         return {s.number for s in _STEPS if s.number not in here and min(s.notebooks) < notebook}
     return set(range(1, min(here))) if here else set()
 

@@ -35,7 +35,8 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     "01_layouts_and_partitioning": ("test_copy_kernel_slow",),
     "02_tiled_copy": ("test_copy_kernel", "test_bandwidth"),
     "03_swizzle_and_banks": ("test_transpose",),
-    "04_mma": ("test_simt_tile", "test_mma_tile", "test_cta_kernel_slow"),
+    "04_mma": ("test_simt_tile", "test_mma_tile"),
+    "04b_tiled_mma": ("test_cta_kernel_slow",),
     "05_global_gemm": ("test_gemm_correct_slow", "test_perf_bar_slow"),
     "06_pipelining": ("test_pipeline_kernel_slow", "test_performance_bar_slow"),
     "07_hopper": ("test_one_tile_slow", "test_pipelined_slow", "test_ws_slow", "test_ws_speed_slow"),
@@ -62,7 +63,8 @@ ARCH_TESTS: dict[str, dict[str, str]] = {
 JUDGED_TESTS: dict[str, tuple[str, ...]] = {
     "01_layouts_and_partitioning": ("test_copy_kernel_slow",),
     "02_tiled_copy": ("test_copy_kernel", "test_bandwidth"),
-    "04_mma": ("test_simt_tile", "test_mma_tile", "test_cta_kernel_slow"),
+    "04_mma": ("test_simt_tile", "test_mma_tile"),
+    "04b_tiled_mma": ("test_cta_kernel_slow",),
     "05_global_gemm": ("test_gemm_correct_slow", "test_perf_bar_slow"),
     "06_pipelining": ("test_pipeline_kernel_slow", "test_performance_bar_slow"),
     "07_hopper": ("test_one_tile_slow", "test_pipelined_slow", "test_ws_slow", "test_ws_speed_slow", "test_bw_tile",
@@ -73,9 +75,10 @@ JUDGED_TESTS: dict[str, tuple[str, ...]] = {
 
 #: Per notebook with judged tests, instructor cells that run in the judge alone when graded: nothing the student's
 #: kernel runs after them reads what they define (tests/autograder/test_routing.py checks it), and they are costly
-#: (05 compiles its C++ variants; the judge compiles them anyway to run them; 04's three C++ builds).
+#: (05 compiles its C++ variants; the judge compiles them anyway to run them; 04's and 04b's C++ builds).
 JUDGE_ONLY_CELLS: dict[str, tuple[str, ...]] = {
-    "04_mma": ("build_simt_cpp", "build_tile_cpp", "build_cta_cpp"),
+    "04_mma": ("build_simt_cpp", "build_tile_cpp"),
+    "04b_tiled_mma": ("build_cta_cpp",),
     "05_global_gemm": ("build_cpp", "cpp_variants_slow"),
     "06_pipelining": ("build_cpp",),
 }
@@ -87,7 +90,8 @@ JUDGE_ONLY_CELLS: dict[str, tuple[str, ...]] = {
 #: worker GPU and CPU time.
 DISPLAY_ONLY_CELLS: dict[str, tuple[str, ...]] = {
     "03_swizzle_and_banks": ("ncu_vs_prediction_slow",),
-    "04_mma": ("tile_check", "cta_bench"),
+    "04_mma": ("tile_check",),
+    "04b_tiled_mma": ("cta_bench",),
     "05_global_gemm": ("coalescing_timing_slow", "faulty_run"),
     "06_pipelining": ("bench_more",),
     "07_hopper": ("deadlock_demo", "ws_sass_check", "bench_steps"),

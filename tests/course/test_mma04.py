@@ -1,5 +1,5 @@
-"""Notebook 04 (tensor-core MMA) without a GPU: its solution kernels compile for sm_90a to
-tensor-core code, and the layout facts the notebook teaches hold against the CuTe DSL."""
+"""Notebooks 04 and 04b (tensor-core MMA) without a GPU: their solution kernels compile for sm_90a to
+tensor-core code, and the layout facts the notebooks teach hold against the CuTe DSL."""
 from __future__ import annotations
 
 import os

@@ -1,107 +1,94 @@
 """Notebook 04's graded test cells fail wrong answers (CPU only).
 
 Each test runs the solutions notebook's own cells (setup, the DSL helpers, the checkers) in one
-namespace, replaces the student's answer with a plausible wrong one and runs the graded test cell,
-hidden tests included, as the grader would: it must raise. The solution itself must pass, so a test
-that cannot fail shows up here too.
+namespace, replaces the student's answer with a plausible wrong one (a confused student's) or a
+cheat (a hostile student's) and runs the graded test cell, hidden tests included, as the grader
+would: it must raise. The solution itself must pass, so a test that cannot fail shows up here too.
+The kernels' GPU checks are run here with stand-ins for the GPU: a fake kernel that writes D by a
+TiledMMA's ownership, so the check that reads which thread writes what is exercised without one.
 """
 from __future__ import annotations
 
+import functools
 import os
+import re
 import tempfile
 from pathlib import Path
 
-import nbformat
+import numpy as np
 import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
-from tests.support import ROOT  # noqa: E402
+from tests.support.fake_kernels04 import FakeKernel, fake_kernel, gpu_world, owner_map  # noqa: E402
+from tests.support.graded_cells import cells_by_grade_id  # noqa: E402
+from tests.support.notebook_cells import gpu_hidden, notebook_namespace, run_cell  # noqa: E402
 
-NOTEBOOK = ROOT / "solutions" / "04_mma" / "04_mma.ipynb"
+NB = "04_mma"
 # The cells every graded test below needs, in notebook order (no kernel is compiled).
-CONTEXT = ["setup", "simt_build", "dsl_helpers", "simt_answers", "simt_checker", "atoms", "dsl_truth", "owners",
-           "owner_checker", "warp_maps", "cta_mma_params", "cta_mma_checker", "table_helper", "spot_answer"]
-
-
-def _cells() -> dict[str, str]:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    return {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells if c.cell_type == "code"}
-
-
-def _run(ns: dict, name: str, source: str, folder: Path) -> None:
-    path = folder / f"{name}.py"          # the CuTe DSL reads its functions' source from a file
-    path.write_text(source)
-    exec(compile(source, str(path), "exec"), ns)
+CONTEXT = ["setup", "simt_build", "dsl_helpers", "simt_owned_exprs", "simt_answers", "expression_answers",
+           "simt_checker", "simt_shares", "atoms", "dsl_truth", "owners", "owner_checker", "table_helper",
+           "spot_answer"]
 
 
 @pytest.fixture(scope="module")
-def hidden_gpu():
-    """gemmlab sees no GPU while this module's notebook cells run (only these tests, never the session)."""
-    from gemmlab import gpu as gpu_module
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(gpu_module.HIDE_ENV, "1")
-        gpu_module.refresh()
-        yield
-    gpu_module.refresh()
-
-
-@pytest.fixture(scope="module")
-def notebook(hidden_gpu):
+def notebook():
     import matplotlib
 
     matplotlib.use("Agg")
-    cells = _cells()
-    folder = Path(tempfile.mkdtemp(prefix="gemmlab-04-wrong-"))
-    ns: dict = {"__name__": "nb04"}
-    for name in CONTEXT:
-        _run(ns, name, cells[name], folder)
-    # The helpers of the SIMT kernel check, without compiling the kernels.
-    _run(ns, "simt_check_helpers", cells["simt_check"].split("SIMT_OPTIONS =")[0], folder)
-
-    def graded(test: str, **answers) -> None:
-        local = dict(ns)
-        local.update(answers)
-        _run(local, test, cells[test], folder)
-
-    return ns, graded
+    with gpu_hidden():
+        ns, graded = notebook_namespace(NB, CONTEXT)
+        # The helpers of the SIMT kernel check, without compiling the kernels.
+        run_cell(ns, "simt_check_helpers", cells_by_grade_id(NB)["simt_check"].split("SIMT_OPTIONS =")[0],
+                 Path(tempfile.mkdtemp()))
+        yield ns, graded
 
 
-# ---------------------------------------------------------------- Exercise 1 (a): simt_owned
+# ---------------------------------------------------------------- Exercise 1 (a): SIMT_M, SIMT_N
 
-def _row_major(t, tm, tn):
-    return {(t // 16 + 16 * i, t % 16 + 16 * j) for i in range(tm // 16) for j in range(tn // 16)}
-
-
-def _one_step(t, tm, tn):
-    return {(t % 16, t // 16)}
+SIMT_RIGHT = ("t % 16 + 16 * (v % (TM / 16))", "t / 16 + 16 * (v / (TM / 16))")
 
 
-def _blocks(t, tm, tn):
-    rm, rn = tm // 16, tn // 16
-    return {(rm * (t % 16) + i, rn * (t // 16) + j) for i in range(rm) for j in range(rn)}
-
-
-def _swapped_repeats(t, tm, tn):
-    return {(t % 16 + 16 * i, t // 16 + 16 * j) for i in range(tn // 16) for j in range(tm // 16)}
-
-
-def _as_list_with_repeats(t, tm, tn):
-    cells = sorted({(t % 16 + 16 * i, t // 16 + 16 * j) for i in range(tm // 16) for j in range(tn // 16)})
-    return cells + cells[:1]
-
-
-def test_simt_owned_solution_passes(notebook) -> None:
-    ns, graded = notebook
+def test_simt_owned_solution_and_another_numbering_pass(notebook) -> None:
+    _, graded = notebook
     graded("test_simt_owned")
+    graded("test_simt_owned", SIMT_M=SIMT_RIGHT[0], SIMT_N=SIMT_RIGHT[1])
+    # values numbered along N first: also right
+    graded("test_simt_owned", SIMT_M="t % 16 + 16 * (v / (TN / 16))", SIMT_N="t / 16 + 16 * (v % (TN / 16))")
 
 
-@pytest.mark.parametrize("wrong", [_row_major, _one_step, _blocks, _swapped_repeats, _as_list_with_repeats])
-def test_simt_owned_fails_wrong_answers(notebook, wrong) -> None:
+@pytest.mark.parametrize("m, n", [
+    ("t / 16 + 16 * (v % (TM / 16))", "t % 16 + 16 * (v / (TM / 16))"),      # threads numbered row-major
+    ("t % 16", "t / 16"),                                                    # one step of 16x16 only
+    ("(TM / 16) * (t % 16) + v % (TM / 16)", "(TN / 16) * (t / 16) + v / (TM / 16)"),   # each thread a block
+    ("t % 16 + 16 * (v % (TN / 16))", "t / 16 + 16 * (v / (TN / 16))"),      # repeats counted with the other mode
+    ("t % 16 + 16 * (v % 4)", "t / 16 + 16 * (v / 4)"),                      # right only for 64x64 tiles
+    ("t % 16 + 16 * (v % (TM / 16))", "t / 16"),                             # one value repeated along N
+    ("t % 16 + 16 * (v % (TM // 16))", "t / 16 + 16 * (v / (TM // 16))"),    # Python's //: C has no such operator
+    ("t % 16 + 16 * (v % (TM / 16))" + " + 0" * 40, "t / 16 + 16 * (v / (TM / 16))"),   # longer than any formula
+], ids=["row-major", "one-step", "blocks", "swapped-modes", "only-64", "repeated", "python-floordiv", "too-long"])
+def test_simt_owned_fails_wrong_formulas(notebook, m: str, n: str) -> None:
     _, graded = notebook
     with pytest.raises(AssertionError):
-        graded("test_simt_owned", simt_owned=wrong)
+        graded("test_simt_owned", SIMT_M=m, SIMT_N=n)
+
+
+def test_simt_owned_cannot_read_a_layout(notebook) -> None:
+    """The cheats an expression rules out: a Python function reading tv_c, a name of the notebook, nothing written."""
+    ns, graded = notebook
+    L = ns["L"]
+
+    def from_tv_c(t, v, tm, tn):
+        tm_ = L.make_tiled_mma(ns["fma"], (16, 16, 1), (tm, tn, 1))
+        i = int(L.layout_to_array(tm_.tv_c).ravel(order="F")[t + 256 * v])
+        return i % tm, i // tm
+
+    with pytest.raises(AssertionError, match="must be a C expression"):
+        graded("test_simt_owned", SIMT_M=from_tv_c, SIMT_N=from_tv_c)
+    with pytest.raises(AssertionError, match="the names it may use"):
+        graded("test_simt_owned", SIMT_M="simt_16", SIMT_N="t / 16")
+    with pytest.raises(Exception, match="not written yet"):
+        graded("test_simt_owned", SIMT_M=None, SIMT_N=None)
 
 
 # ---------------------------------------------------------------- Exercise 1 (b): simt_mma_params
@@ -147,12 +134,7 @@ def test_simt_params_fails_wrong_answers(notebook, kind) -> None:
         graded("test_simt_params", simt_mma_params=_wrong_params(kind))
 
 
-# ---------------------------------------------------------------- Exercise 1 (c): the kernel's CPU check
-
-class _FakeKernel:
-    def __init__(self, ptx: str) -> None:
-        self.ptx = ptx
-
+# ---------------------------------------------------------------- Exercise 1 (c): the kernel's checks
 
 def _ptx(fmas: int, extra: str = "") -> str:
     return '\t.file\t1 "cute/arch/mma.hpp"\n' + "\tfma.rn.f32 \t%f1, %f2, %f3, %f1;\n" * fmas + extra
@@ -166,9 +148,10 @@ def _ptx(fmas: int, extra: str = "") -> str:
 ])
 def test_simt_kernel_ptx_check(notebook, ptx: str, passes: bool) -> None:
     _, graded = notebook
-    launcher = lambda A, B, D: None  # noqa: E731
-    options = {"C++ (option A)": (launcher, lambda: _FakeKernel(ptx)), "DSL (option B)": (None, None)}
-    run = lambda: graded("test_simt_tile", simt_cpp=launcher, simt_dsl=None, SIMT_OPTIONS=options, GPU=False)  # noqa: E731
+    launcher = lambda A, B, D, threads=256: None  # noqa: E731
+    options = {"C++ (option A)": (launcher, lambda: FakeKernel(ptx)), "DSL (option B)": (None, None)}
+    def run() -> None:
+        graded("test_simt_tile", simt_cpp=launcher, simt_dsl=None, SIMT_OPTIONS=options, GPU=False)
     if passes:
         run()
     else:
@@ -180,111 +163,183 @@ def test_simt_kernel_check_passes_the_compiled_dsl_solution(notebook, tmp_path: 
     import gemmlab
     import torch
 
-    ns, graded = notebook
-    source = _cells()["simt_dsl"]
+    _, graded = notebook
+    source = cells_by_grade_id(NB)["simt_dsl"]
     mod: dict = {"__name__": "simt_dsl"}
     path = tmp_path / "simt_dsl.py"
     path.write_text(source)
     exec(compile(source, str(path), "exec"), mod)
     example = (torch.empty(64, 16, dtype=torch.float16), torch.empty(64, 16, dtype=torch.float16),
-               torch.empty(64, 64, dtype=torch.float32))
+               torch.empty(64, 64, dtype=torch.float32), 256)
     kernel = gemmlab.dsl.compile(mod["simt_tile_dsl"], *example, arch="sm_90a")
-    launcher = lambda A, B, D: None  # noqa: E731
+    launcher = lambda A, B, D, threads=256: None  # noqa: E731
     options = {"C++ (option A)": (None, None), "DSL (option B)": (launcher, lambda: kernel)}
     graded("test_simt_tile", simt_cpp=None, simt_dsl=launcher, SIMT_OPTIONS=options, GPU=False)
 
 
-# ---------------------------------------------------------------- Exercise 2: owners
+def _simt_owner(ns: dict, atoms, perm_n) -> np.ndarray:
+    return owner_map(ns["L"].make_tiled_mma(ns["fma"], atoms, (64, perm_n, 1)))
 
-def _owner_wrong(kind: str):
-    def owner_A(m, k):
-        if kind == "A_no_k_half":
-            return 4 * (m % 8) + (k % 8) // 2, k % 2 + 2 * (m // 8)
-        return 4 * (m % 8) + (k % 8) // 2, k % 2 + 2 * (m // 8) + 4 * (k // 8)
 
-    def owner_B(n, k):
-        if kind == "B_swapped":
-            return 4 * n + (k % 8) // 2, 2 * (k % 2) + k // 8
-        return 4 * n + (k % 8) // 2, k % 2 + 2 * (k // 8)
+def test_simt_shares_pass_the_permutation_and_fail_the_integer_tile(notebook) -> None:
+    ns, _ = notebook
+    L = ns["L"]
+    check = functools.partial(ns["check_simt_shares"], device="cpu")
+    check("layout", fake_kernel(_simt_owner(ns, (16, 16, 1), L.Layout((16, 4), (4, 1)))), [0, 17, 200, 255])
+    row_major = L.Layout((16, 16, 1), (16, 1, 0))                 # threads numbered along N first: also right
+    check("row-major", fake_kernel(_simt_owner(ns, row_major, L.Layout((16, 4), (4, 1)))), [0, 17, 200])
+    with pytest.raises(AssertionError, match="16 apart"):
+        check("integer", fake_kernel(_simt_owner(ns, (16, 16, 1), 64)), [0, 17])
+    with pytest.raises(AssertionError, match="runs of"):           # pairs of neighbours, not fours
+        check("pairs", fake_kernel(_simt_owner(ns, (16, 16, 1), L.Layout((16, 2, 2), (2, 1, 32)))), [0, 17])
+    everything = np.zeros((64, 64), dtype=int)                      # thread 0 writes the whole tile
+    with pytest.raises(AssertionError, match="4096 elements"):
+        check("all", fake_kernel(everything), [0])
 
-    def owner_C(m, n):
-        if kind == "C_row_major_lanes":
-            return 4 * (n // 2) + m % 8, n % 2 + 2 * (m // 8)
-        if kind == "C_values_swapped":
-            return 4 * (m % 8) + n // 2, 2 * (n % 2) + m // 8
-        return 4 * (m % 8) + n // 2, n % 2 + 2 * (m // 8)
-    return {"owner_A": owner_A, "owner_B": owner_B, "owner_C": owner_C}
+
+def test_graded_simt_cell_fails_the_integer_tile_on_a_gpu(notebook) -> None:
+    """The graded cell's GPU branch with a stand-in kernel: a right D from the integer tile loses the points."""
+    ns, graded = notebook
+    L = ns["L"]
+    world = gpu_world(ns["nbh"])
+    options = {"C++ (option A)": (None, lambda: FakeKernel(_ptx(256))), "DSL (option B)": (None, None)}
+    shares = functools.partial(ns["check_simt_shares"], device="cpu")
+    right = fake_kernel(_simt_owner(ns, (16, 16, 1), L.Layout((16, 4), (4, 1))))
+    graded("test_simt_tile", simt_cpp=right, simt_dsl=None, SIMT_OPTIONS=options, check_simt_shares=shares, **world)
+    wrong = fake_kernel(_simt_owner(ns, (16, 16, 1), 64))
+    with pytest.raises(AssertionError, match="16 apart"):
+        graded("test_simt_tile", simt_cpp=wrong, simt_dsl=None, SIMT_OPTIONS=options, check_simt_shares=shares, **world)
+
+
+# ---------------------------------------------------------------- Exercise 2: owners as expressions
+
+OWNERS = {"OWNER_A": ("4 * (m % 8) + (k % 8) / 2", "k % 2 + 2 * (m / 8) + 4 * (k / 8)"),
+          "OWNER_B": ("4 * n + (k % 8) / 2", "k % 2 + 2 * (k / 8)"),
+          "OWNER_C": ("4 * (m % 8) + n / 2", "n % 2 + 2 * (m / 8)")}
 
 
 def test_owners_solution_passes(notebook) -> None:
     _, graded = notebook
     graded("test_owners")
-    graded("test_owners", **_owner_wrong("none"))     # the helper's right branch is the solution
+    graded("test_owners", **OWNERS)
+    graded("test_owners", OWNER_C=("(m & 7) << 2 | n >> 1", "(n & 1) | (m >> 3) << 1"))    # bit operations: also C
 
 
-@pytest.mark.parametrize("kind", ["A_no_k_half", "B_swapped", "C_row_major_lanes", "C_values_swapped"])
-def test_owners_fail_wrong_answers(notebook, kind) -> None:
+@pytest.mark.parametrize("name, answer", [
+    ("OWNER_A", ("4 * (m % 8) + (k % 8) / 2", "k % 2 + 2 * (m / 8)")),              # the k >= 8 half forgotten
+    ("OWNER_B", ("4 * n + (k % 8) / 2", "2 * (k % 2) + k / 8")),                   # value bits swapped
+    ("OWNER_C", ("4 * (n / 2) + m % 8", "n % 2 + 2 * (m / 8)")),                   # lanes the other way round
+    ("OWNER_C", ("4 * (m % 8) + n / 2", "2 * (n % 2) + m / 8")),                   # value bits swapped
+    ("OWNER_A", ("4 * (m % 8) + (k % 8) // 2", "k % 2 + 2 * (m // 8) + 4 * (k // 8)")),   # Python's //
+    ("OWNER_C", ("4 * (m % 8) + n / 2",)),                                          # one expression, not a pair
+])
+def test_owners_fail_wrong_answers(notebook, name: str, answer: tuple) -> None:
     _, graded = notebook
     with pytest.raises(AssertionError):
-        graded("test_owners", **_owner_wrong(kind))
+        graded("test_owners", **{**OWNERS, name: answer})
 
 
-# ---------------------------------------------------------------- Exercise 3: cta_mma_params
+def test_owners_cannot_be_read_from_truth(notebook) -> None:
+    """Inverting the notebook's TRUTH arrays is no answer: a function, or a name of the notebook, is refused."""
+    ns, graded = notebook
+    vals = ns["TRUTH"]["m16n8k16", "A"][1]
 
-def _cta_wrong(kind: str):
-    import gemmlab.layout as L
+    def inverted(m, k):
+        where = int(np.flatnonzero(vals == m + 16 * k)[0])
+        return where % 32, where // 32
 
-    def fn(tile_m, tile_n, warps_m, warps_n):
-        rep_m, rep_n = tile_m // (16 * warps_m), tile_n // (8 * warps_n)
-        good_m = L.Layout((16, warps_m, rep_m), (1, tile_m // warps_m, 16))
-        good_n = L.Layout((8, warps_n, rep_n), (1, tile_n // warps_n, 8))
-        if kind == "integer":
-            return (warps_m, warps_n, 1), (tile_m, tile_n, 16)
-        if kind == "n_integer":
-            return (warps_m, warps_n, 1), (good_m, tile_n, 16)
-        if kind == "modes_swapped":
-            return (warps_m, warps_n, 1), (L.Layout((16, rep_m, warps_m), (1, 16, tile_m // warps_m)), good_n, 16)
-        if kind == "hard_coded":
-            return (2, 2, 1), (L.Layout((16, 2, 2), (1, 32, 16)), L.Layout((8, 2, 4), (1, 32, 8)), 16)
-        if kind == "warps_swapped":
-            return (warps_n, warps_m, 1), (good_m, good_n, 16)
-        raise AssertionError(kind)
-    return fn
-
-
-def test_cta_mma_solution_passes(notebook) -> None:
-    _, graded = notebook
-    graded("test_cta_mma")
-
-
-@pytest.mark.parametrize("kind", ["integer", "n_integer", "modes_swapped", "hard_coded", "warps_swapped"])
-def test_cta_mma_fails_wrong_answers(notebook, kind) -> None:
-    _, graded = notebook
+    with pytest.raises(AssertionError, match="C expression"):
+        graded("test_owners", **{**OWNERS, "OWNER_A": (inverted, inverted)})
     with pytest.raises(AssertionError):
-        graded("test_cta_mma", cta_mma_params=_cta_wrong(kind))
+        graded("test_owners", **{**OWNERS, "OWNER_A": ("TRUTH", "vals")})
 
 
-# ---------------------------------------------------------------- Exercise 6: spot the error
+# ---------------------------------------------------------------- Exercise 4: spot the error
 
 def test_spot_solution_passes(notebook) -> None:
     _, graded = notebook
     graded("test_spot")
 
 
+def _layout(spec):
+    import gemmlab.layout as L
+
+    return L.Layout(spec[0], spec[1])
+
+
 @pytest.mark.parametrize("answer", [
     {"WRONG_ROW": 5},
     {"WRONG_ROW": 4},
+    {"WRONG_ROW": 1, "FIXED_LAYOUT": (((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128)))},
     {"WRONG_ROW_SHOWS": "A"},
     {"WRONG_ROW_SHOWS": "C"},
     {"FIXED_LAYOUT": "((4,8),(2,2)):((32,1),(16,8))"},
-    {"FIXED_LAYOUT": ("layout", ((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128)))},   # A's layout
-    {"FIXED_LAYOUT": ("layout", ((4, 8), (2, 2)), ((32, 1), (8, 16)))},           # value modes swapped
-    {"FIXED_LAYOUT": ("layout", ((4, 8), (2, 2)), ((1, 4), (32, 64)))},           # lanes the other way round
+    {"FIXED_LAYOUT": (((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128)))},   # A's layout
+    {"FIXED_LAYOUT": (((4, 8), (2, 2)), ((32, 1), (8, 16)))},           # value modes swapped
+    {"FIXED_LAYOUT": (((4, 8), (2, 2)), ((1, 4), (32, 64)))},           # lanes the other way round
+    {"FIXED_LAYOUT": (((4, 8), (2, 2)), ((16, 1), (8, 64)))},           # the row's own (B's) layout
 ])
 def test_spot_fails_wrong_answers(notebook, answer: dict) -> None:
-    import gemmlab.layout as L
-
     _, graded = notebook
-    answer = {k: (L.Layout(v[1], v[2]) if isinstance(v, tuple) else v) for k, v in answer.items()}
+    answer = {k: (_layout(v) if isinstance(v, tuple) else v) for k, v in answer.items()}
     with pytest.raises(AssertionError):
         graded("test_spot", **answer)
+
+
+def _string_matcher(ns: dict) -> dict:
+    """A student who matches text: the first row whose layout is not printed as the layout it claims, shown as the
+    operand whose printed text it equals (DSL's or gemmlab's), fixed to the printed text of the claimed operand."""
+    import gemmlab.layout as L
+
+    printed = {key: {text} for key, (text, _) in ns["TRUTH"].items()}
+    for (instr, op) in printed:
+        atom = ns["atom16"] if instr == "m16n8k16" else ns["atom8"]
+        printed[instr, op].add(str(getattr(atom, f"tv_{op.lower()}")).replace(" ", ""))
+    for row, (instr, op, lay, _) in ns["TABLE"].items():
+        text = str(lay).replace(" ", "")
+        if text not in printed[instr, op]:
+            same = [o for (i, o), texts in printed.items() if i == instr and text in texts]
+            shows = same[0] if same else ("A" if op != "A" else "B")
+            fixed = L.Layout(*{"C": (((4, 8), (2, 2)), ((32, 1), (16, 8)))}.get(op, (((4, 8), 2), ((16, 1), 8))))
+            return {"WRONG_ROW": row, "WRONG_ROW_SHOWS": shows, "FIXED_LAYOUT": fixed}
+    return {"WRONG_ROW": 1, "WRONG_ROW_SHOWS": "B", "FIXED_LAYOUT": L.Layout(((4, 8), (2, 2)), ((32, 1), (16, 8)))}
+
+
+def test_spot_cannot_be_found_by_matching_text(notebook) -> None:
+    ns, graded = notebook
+    answer = _string_matcher(ns)
+    assert answer["WRONG_ROW"] != 2, "the table's text gives the wrong row away"
+    with pytest.raises(AssertionError):
+        graded("test_spot", **answer)
+
+
+@pytest.mark.parametrize("answer", [
+    {"WRONG_ROW": 1, "WRONG_ROW_SHOWS": "B", "FIXED_LAYOUT": (((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128)))},
+    {"WRONG_ROW": 3, "WRONG_ROW_SHOWS": "C", "FIXED_LAYOUT": (((4, 8), (2, 2)), ((32, 1), (16, 8)))},
+    {"WRONG_ROW": 4, "WRONG_ROW_SHOWS": "A", "FIXED_LAYOUT": (((4, 8), 2), ((16, 1), 8))},
+    {"WRONG_ROW": 5, "WRONG_ROW_SHOWS": "A", "FIXED_LAYOUT": (((4, 8), (2, 2)), ((32, 1), (16, 8)))},
+    {"WRONG_ROW": 2, "WRONG_ROW_SHOWS": "A", "FIXED_LAYOUT": (((4, 8), (2, 2)), ((32, 1), (16, 8)))},
+])
+def test_spot_messages_never_give_the_answer_away(notebook, answer: dict) -> None:
+    """Whatever the wrong guess, its message names neither the wrong row (2) nor what it shows (B) unless the student
+    named them, and never the element the correct layout puts where theirs goes wrong."""
+    _, graded = notebook
+    answer = {k: (_layout(v) if isinstance(v, tuple) else v) for k, v in answer.items()}
+    with pytest.raises(AssertionError) as err:
+        graded("test_spot", **answer)
+    message = str(err.value)
+    if answer["WRONG_ROW"] != 2:
+        assert not re.search(r"\brow 2\b|WRONG_ROW = 2\b", message), message
+    if answer["WRONG_ROW_SHOWS"] != "B":
+        assert not re.search(r"\bB\b", message), message
+
+
+def test_spot_fixed_layout_message_names_only_the_students_element(notebook) -> None:
+    _, graded = notebook
+    wrong = _layout((((4, 8), (2, 2)), ((32, 1), (8, 16))))             # values 1 and 2 swapped
+    with pytest.raises(AssertionError) as err:
+        graded("test_spot", FIXED_LAYOUT=wrong)
+    message = str(err.value)
+    t, v = (int(x) for x in re.search(r"thread (\d+) value (\d+)", message).groups())
+    got = wrong((t, v))
+    assert f"index {got}" in message and message.count("row ") == 1, message

@@ -212,8 +212,8 @@ def test_06_schedule_wrong_answers_fail(nb06: dict, wrong: Callable) -> None:
 
 # ---------------------------------------------------------------- GPU-only tests say what they leave unchecked
 
-GPU_NOTEBOOKS = ["01_layouts_and_partitioning", "02_tiled_copy", "03_swizzle_and_banks", "04_mma", "05_global_gemm",
-                 "06_pipelining", "07_hopper", "08_cuda_ladder", "09_capstone"]
+GPU_NOTEBOOKS = ["01_layouts_and_partitioning", "02_tiled_copy", "03_swizzle_and_banks", "04_mma", "04b_tiled_mma",
+                 "05_global_gemm", "06_pipelining", "07_hopper", "08_cuda_ladder", "09_capstone"]
 #: nbh.gpu_graded(points, ...), or 07's hopper_gpu_here(points, ...) around it.
 _GPU_GRADED = re.compile(r"(?:\bnbh\.gpu_graded|\bnbhelpers\.gpu_graded|\bhopper_gpu_here)\((\d+),")
 
