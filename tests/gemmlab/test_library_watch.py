@@ -1,10 +1,10 @@
 """A call watched for a library's code: every way a student's function can reach pycute or gemmlab.layout is
 seen (a direct call, an alias bound earlier, a method, a helper, the library's own function as the answer, an
 import inside the call, a thread it starts); the student's own arithmetic is not; a removed hook is reported.
-Through the judge's answers channel the same watch runs on the student's side and its report crosses back."""
+Through the judge's answers channel (tests/gemmlab/judge/test_answers.py) the same watch runs on the student's
+side and its report crosses back."""
 from __future__ import annotations
 
-import json
 import sys
 import threading
 
@@ -14,7 +14,6 @@ from pycute import crd2idx as imported_early
 
 import gemmlab.layout as gl
 from gemmlab import nbhelpers
-from gemmlab.judge import answers, plain
 from gemmlab.library_watch import library_roots, watched_call
 
 LIBS = ["pycute", "gemmlab.layout"]
@@ -103,37 +102,6 @@ def test_library_roots() -> None:
     for bad in ("pycute", [], ["x; import os"], ["a"] * 9):
         with pytest.raises(ValueError):
             library_roots(bad)
-
-
-@pytest.fixture
-def linked(monkeypatch):
-    """A student namespace and a judge namespace joined as the grader joins them."""
-    student: dict = {}
-    judge: dict = {}
-    monkeypatch.setattr(answers, "channel", lambda request: answers.serve(student, json.dumps(request)))
-
-    def bind(*names: str) -> None:
-        answers.bind(judge, answers.describe(student, list(names)))
-
-    return student, judge, bind
-
-
-def test_a_watched_call_through_the_judge(linked) -> None:
-    student, judge, bind = linked
-    student.update(own=own, cheat=CHEATS["a helper that calls it"])
-    bind("own", "cheat")
-    assert nbhelpers.ask_without(LIBS, judge["own"], ((1, 2), 5), ((2, 4), 8), ((1, 16), 2)) == 43
-    with pytest.raises(nbhelpers.CheckFailed, match=r"cheat\(.*ran code of pycute or gemmlab.layout: .*Layout"):
-        nbhelpers.ask_without(LIBS, judge["cheat"], ((1, 2), 5), ((2, 4), 8), ((1, 16), 2))
-
-
-def test_a_reply_without_a_watch_report_is_refused(monkeypatch) -> None:
-    student = {"own": own}
-    judge: dict = {}
-    answers.bind(judge, answers.describe(student, ["own"]))
-    monkeypatch.setattr(answers, "channel", lambda request: json.dumps({"id": 1, "result": plain.encode(3)}))
-    with pytest.raises(answers.AnswerError, match="no report of the watched call"):
-        judge["own"].watched(LIBS, 1, 4, 2)
 
 
 def test_ask_without_locally_names_what_ran_and_spares_honest_work() -> None:
