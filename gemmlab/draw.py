@@ -136,6 +136,155 @@ def _label_text_on_grey(ax, vals: np.ndarray, grey: np.ndarray) -> None:
                 color="white" if grey[r, c] < 0.5 else "black")
 
 
+# --------------------------------------------------------------------------- divides and local_tile
+
+#: How a divide is named in a picture's title, by ``how``.
+DIVIDES = {"zipped": "zipped_divide", "logical": "logical_divide"}
+
+
+def _tile_colours(n: int) -> np.ndarray:
+    """``n`` light, distinct colours (RGB rows) for tiles; they repeat after 20."""
+    from matplotlib import colormaps
+
+    base = np.array(colormaps["tab20"].colors)[[0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19]]
+    return 0.45 + 0.55 * base[np.arange(n) % len(base)]
+
+
+def tile_numbers(shape: Any, tiler: Any, how: str = "zipped") -> tuple[np.ndarray, np.ndarray]:
+    """(tile_of, grid): which tile each element of a ``shape`` matrix falls in when divided by ``tiler``, and for
+    every cell of the divided layout's picture (``how``: "zipped" or "logical"), the tile its element came from.
+
+    A tile is numbered by its position in the zipped form's second mode (column-major over the tile grid), the
+    order in which ``zipped_divide`` lists the tiles. Found by dividing the matrix's coordinates themselves
+    (CuTe's identity layout), so any tiler CuTe accepts, a shape or layouts per mode, is drawn as CuTe divides it.
+    """
+    if how not in DIVIDES:
+        raise DrawError(f"how is one of {', '.join(map(repr, DIVIDES))}, not {how!r}")
+    coords = L.make_layout(shape)                      # (r, c) -> r + rows * c: a coordinate's linear index
+    sizes = L.mode_sizes(coords)
+    if len(sizes) != 2:
+        raise DrawError(f"a divide is drawn for a matrix (a rank-2 layout); this one has rank {len(sizes)} ({shape}).")
+    rows, cols = sizes
+    try:
+        zipped = layout_values_2d(L.zipped_divide(coords, tiler))
+        divided = zipped if how == "zipped" else layout_values_2d(L.logical_divide(coords, tiler))
+    except (L.LayoutError, AssertionError, TypeError, IndexError, ValueError) as exc:
+        raise DrawError(f"the tiler {tiler} does not divide a {rows}x{cols} matrix ({exc}).") from None
+    tile_of = np.full(rows * cols, -1)
+    tile_of[zipped] = np.arange(zipped.shape[1])[None, :].repeat(zipped.shape[0], axis=0)
+    return tile_of.reshape(cols, rows).T, tile_of[divided]
+
+
+def _tile_borders(ax, tiles: np.ndarray) -> None:
+    """Thick lines between neighbouring cells of different tiles."""
+    rows, cols = tiles.shape
+    for r, c in zip(*np.nonzero(tiles[:, 1:] != tiles[:, :-1])):
+        ax.plot([c + 0.5, c + 0.5], [r - 0.5, r + 0.5], color="black", linewidth=2.2)
+    for r, c in zip(*np.nonzero(tiles[1:, :] != tiles[:-1, :])):
+        ax.plot([c - 0.5, c + 0.5], [r + 0.5, r + 0.5], color="black", linewidth=2.2)
+
+
+def _paint_tiles(ax, values: np.ndarray, tiles: np.ndarray, colours: np.ndarray) -> None:
+    """Cells coloured by tile, labelled with ``values``, tiles outlined."""
+    ax.imshow(colours[tiles], interpolation="nearest", aspect="equal")
+    _label_cells(ax, values.astype(str).astype(object))
+    rows, cols = values.shape
+    _grid_axes(ax, rows, cols)
+    _tile_borders(ax, tiles)
+
+
+def _mode_ticks(ax, layout: Any, most: int = 16) -> None:
+    """Tick labels that spell each row's and column's coordinate in the layout's (nested) modes, column-major as
+    CuTe splits an index; plain numbers where a mode is flat or has more than ``most`` positions."""
+    for mode, set_ticks in ((layout[0], ax.set_yticks), (layout[1], ax.set_xticks)):
+        n = L.size(mode)
+        if isinstance(mode.shape, tuple) and n <= most:
+            set_ticks(range(n), [L.cute_str(L.idx2crd(i, mode.shape)) for i in range(n)], fontsize=6)
+
+
+def divide(layout: Any, tiler: Any, how: str = "zipped"):
+    """A layout divided into tiles, before and after, as CuTe's print_layout draws both.
+
+    Left: ``layout`` with each element in the colour of its tile. Right: ``zipped_divide(layout, tiler)``
+    (``how="zipped"``: mode 0 runs inside a tile, mode 1 over the tiles, so each column is one tile) or
+    ``logical_divide(layout, tiler)`` (``how="logical"``: each mode split into (inside a tile, which tile)),
+    every index in the colour of the tile it came from. Nothing moves: the right holds the left's indices in
+    another order.
+    """
+    tile_of, grid_tiles = tile_numbers(layout.shape, tiler, how)
+    before = layout_values_2d(layout)
+    result = (L.zipped_divide if how == "zipped" else L.logical_divide)(layout, tiler)
+    after = layout_values_2d(result)
+    colours = _tile_colours(int(tile_of.max()) + 1)
+    width = before.shape[1] + after.shape[1]
+    scale = min(0.45, 12.0 / max(width, 1), 7.0 / max(before.shape[0], after.shape[0]))
+    fig = _new_figure(figsize=(max(6.0, width * scale + 2.6), max(2.8, max(before.shape[0], after.shape[0]) * scale
+                                                                   + 1.8)), layout="constrained")
+    axes = fig.subplots(1, 2, width_ratios=[before.shape[1], after.shape[1]])
+    _paint_tiles(axes[0], before, tile_of, colours)
+    axes[0].set_title(f"{layout}\neach tile of {L.cute_str(tiler)} in its colour", fontsize=9)
+    _paint_tiles(axes[1], after, grid_tiles, colours)
+    axes[1].set_title(f"{DIVIDES[how]}: {result}", fontsize=9)
+    _mode_ticks(axes[1], result)
+    if how == "zipped":
+        axes[1].set_ylabel("mode 0: where in the tile", fontsize=8)
+        axes[1].set_xlabel("mode 1: which tile", fontsize=8)
+    else:
+        axes[1].set_ylabel("mode 0: (in the tile, which tile)", fontsize=8)
+        axes[1].set_xlabel("mode 1: (in the tile, which tile)", fontsize=8)
+    axes[1].xaxis.set_label_position("top")
+    fig.suptitle(f"{DIVIDES[how]}(L, {L.cute_str(tiler)}): the same indices, visited in another order", fontsize=10)
+    return fig
+
+
+def local_tile(shape: Sequence[int], tiler: Sequence[int], coord: Any,
+               tile_names: tuple[str, str] = ("tile row", "tile column")):
+    """The tiles ``local_tile(mX, tiler, coord)`` cuts an (M, N) matrix into, each labelled with its tile
+    coordinate, and the elements it returns for ``coord`` highlighted (``None`` in ``coord`` keeps that tile mode,
+    as CuTe's ``_``: every tile along it is highlighted). ``tile_names`` name the two tile coordinates on the axes,
+    e.g. ``("blockIdx.x", "blockIdx.y")`` for a kernel's convention."""
+    shape = tuple(int(s) for s in shape)
+    if len(shape) != 2:
+        raise DrawError(f"local_tile draws a 2-D matrix (M, N); got the shape {shape}")
+    tile_of, _ = tile_numbers(shape, tuple(tiler))
+    rest = L.zipped_divide(L.make_layout(shape), tuple(tiler))[1].shape
+    counts = rest if isinstance(rest, tuple) else (rest, 1)
+    coord = tuple(coord)
+    if len(coord) != 2 or any(c is not None and not 0 <= int(c) < n for c, n in zip(coord, L.product_each(counts))):
+        raise DrawError(f"the tile coordinate {coord} is outside the {counts[0]}x{counts[1]} tiles of {tuple(tiler)} "
+                        f"in a {shape[0]}x{shape[1]} matrix: each is 0 up to the tile count minus one, or None.")
+    coords = L.make_identity_tensor(shape)
+    try:
+        mine = L.local_tile(coords, tuple(tiler), coord).values().reshape(-1, 2)
+    except L.LayoutError as exc:
+        raise DrawError(str(exc)) from None
+    rows, cols = shape
+    picked = np.zeros(shape, dtype=bool)
+    picked[mine[:, 0], mine[:, 1]] = True
+    colours = _tile_colours(int(tile_of.max()) + 1)
+    rgb = 0.55 + 0.45 * colours[tile_of]
+    rgb[picked] = HIGHLIGHT
+    scale = min(0.45, 10.0 / cols, 7.0 / rows)
+    fig = _new_figure(figsize=(max(4.5, cols * scale + 1.8), max(3.0, rows * scale + 1.8)), layout="constrained")
+    ax = fig.add_subplot()
+    ax.imshow(rgb, interpolation="nearest", aspect="equal")
+    _grid_axes(ax, rows, cols)
+    _tile_borders(ax, tile_of)
+    for t in range(int(tile_of.max()) + 1):
+        rr, cc = np.nonzero(tile_of == t)
+        m, n = L.idx2crd(t, rest) if isinstance(rest, tuple) else (t, 0)
+        inside = picked[rr[0], cc[0]]
+        ax.text(cc.mean(), rr.mean(), f"({m},{n})", ha="center", va="center", fontsize=9,
+                color="white" if inside else "black", fontweight="bold" if inside else "normal")
+    ax.set_ylabel(f"row   (the tiles' first coordinate: {tile_names[0]})", fontsize=8)
+    ax.set_xlabel(f"column   (second coordinate: {tile_names[1]})", fontsize=8)
+    ax.xaxis.set_label_position("top")
+    spans = f"rows {mine[:, 0].min()}..{mine[:, 0].max()}, columns {mine[:, 1].min()}..{mine[:, 1].max()}"
+    ax.set_title(f"local_tile(mX, {L.cute_str(tuple(tiler))}, {L.cute_str(tuple(coord)).replace('None', '_')}): "
+                 f"{len(mine)} elements, {spans}", fontsize=9)
+    return fig
+
+
 # --------------------------------------------------------------------------- TV layouts
 
 def tv_table(tv: Any, tile_shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ import re
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, TypeVar
+from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 
 from .errors import CompileTimeoutError, GemmlabError, LaunchError
 from .gpu import current_arch, has_gpu
@@ -30,7 +30,7 @@ from .judge.answers import Answer, DslAnswer
 __all__ = [
     "FALLBACK_ARCH", "H100_ILLUSTRATION", "OPTION_NAMES", "STUB_MARK",
     "VALIDATING_ENV", "CheckFailed", "ExerciseNotDone", "GpuTestNotChecked", "Session",
-    "arch", "ask", "ask_each", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_misaligned", "check_padded",
+    "arch", "ask", "ask_each", "ask_without", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_misaligned", "check_padded",
     "function_done", "gemm_operands", "gpu_graded", "gpu_or_compile_only", "require_correct", "require_correct_nn", "require_refused",
     "require_source_done", "setup", "show", "source_done", "unchecked_points", "unchecked_summary", "uses_pool",
 ]
@@ -224,15 +224,43 @@ def _pool_summary() -> str:
     return note
 
 
+def _not_done(fn: Callable[..., Any]) -> ExerciseNotDone:
+    name = getattr(fn, "__name__", "this exercise's function")
+    return ExerciseNotDone(f"{name} is not written yet: replace the placeholder (`{STUB_MARK}`) in its cell, "
+                           "run that cell, then this one.")
+
+
 def ask(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` for a check: a still-unwritten exercise (its placeholder raises
     NotImplementedError) becomes one plain sentence instead of a traceback from inside the checker."""
     try:
         return fn(*args, **kwargs)
     except NotImplementedError:
-        name = getattr(fn, "__name__", "this exercise's function")
-        raise ExerciseNotDone(f"{name} is not written yet: replace the placeholder (`{STUB_MARK}`) in its cell, "
-                              "run that cell, then this one.") from None
+        raise _not_done(fn) from None
+
+
+def ask_without(libraries: Sequence[str], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``ask(fn, *args, **kwargs)`` for an exercise that says "without these libraries": the call runs watched
+    (:mod:`gemmlab.library_watch`; in the grader, in the student's kernel) and fails with :class:`CheckFailed` if
+    code of any of ``libraries`` ran during it, by whatever name it was reached. A copy of their code is not seen."""
+    from .library_watch import watched_call
+
+    try:
+        seen = fn.watched(list(libraries), *args, **kwargs) if isinstance(fn, Answer) else \
+            watched_call(fn, args, kwargs, libraries=libraries)
+    except NotImplementedError:
+        raise _not_done(fn) from None
+    name = getattr(fn, "__name__", "your function")
+    call = f"{name}{tuple(args)!r:.160}"
+    banned = " or ".join(libraries)
+    if seen.hook_removed:
+        raise CheckFailed(f"{call} removed the watch this test runs it under (sys.setprofile), so the test cannot "
+                          f"see whether it used {banned}: leave the profiler alone in {name}.")
+    if seen.entered:
+        raise CheckFailed(f"{call} ran code of {banned}: {'; '.join(seen.entered)}. This exercise asks you to work "
+                          f"it out without them, and the test watches your function's calls for their code, whatever "
+                          f"name reaches it. Compute it yourself in {name} and the helpers it calls.")
+    return seen.result
 
 
 def ask_each(fn: Callable[..., Any], calls: list[tuple]) -> list[Any]:

@@ -89,7 +89,7 @@ JUDGE_ONLY_CELLS: dict[str, tuple[str, ...]] = {
 #: (tests/autograder/test_routing.py checks both, the second as a heuristic: an alias escapes it), and cost a
 #: worker GPU and CPU time.
 DISPLAY_ONLY_CELLS: dict[str, tuple[str, ...]] = {
-    "03_swizzle_and_banks": ("ncu_vs_prediction_slow",),
+    "03_swizzle_and_banks": ("profile_row_major_slow", "profile_yours_slow"),
     "04_mma": ("tile_check",),
     "04b_tiled_mma": ("cta_bench",),
     "05_global_gemm": ("coalescing_timing_slow", "faulty_run"),

@@ -232,8 +232,14 @@ def _run_call(namespace: dict[str, Any], call: Any) -> dict[str, Any]:
         return {"error": type(exc).__name__, "message": str(exc)[:2000]}
     if isinstance(call.get("record"), dict):
         return _record_call(fn, args, kwargs, call["record"])
+    watch = None
     try:
-        if isinstance(call.get("compile"), dict):
+        if isinstance(call.get("watch"), list):   # a call watched for a library's code (gemmlab.library_watch)
+            from ..library_watch import watched_call
+
+            seen = watched_call(fn, args, kwargs, libraries=[str(name)[:100] for name in call["watch"]])
+            result, watch = seen.result, seen.to_dict()
+        elif isinstance(call.get("compile"), dict):
             with _values_as_in_judge(namespace, call["compile"].get("values")):
                 result = _compile_call(fn, args, kwargs, call["compile"])
         elif "kernel" in call:
@@ -248,7 +254,8 @@ def _run_call(namespace: dict[str, Any], call: Any) -> dict[str, Any]:
     except BaseException as exc:  # noqa: BLE001 - the student's exception is data for the judge
         return {"error": type(exc).__name__, "message": str(exc)[:4000]}
     try:
-        return {"result": plain.encode(_with_handles(result), f"the value {name}(...) returned")}
+        reply = {"result": plain.encode(_with_handles(result), f"the value {name}(...) returned")}
+        return reply if watch is None else {**reply, "watch": watch}
     except plain.NotPlainData as exc:
         return {"error": "NotPlainData", "message": str(exc)}
     except BaseException as exc:  # noqa: BLE001 - whatever the value does, the answering thread lives on
@@ -639,6 +646,26 @@ class Answer:
         request = {"name": self._name, "args": plain.encode(list(args), where),
                    "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where)}
         return _with_kernels(_result(self._name, _reply(self._name, channel(request))))
+
+    def watched(self, libraries: list[str], *args: Any, **kwargs: Any) -> Any:
+        """``self(*args, **kwargs)`` run in the student's kernel under :func:`gemmlab.library_watch.watched_call`: a
+        :class:`~gemmlab.library_watch.Watched` with the result and which of ``libraries``' functions it entered."""
+        from ..library_watch import MAX_REPORTED, Watched
+
+        if _holds_tensor(args) or _holds_tensor(tuple(kwargs.values())):
+            raise AnswerError(f"{self._name}(...): a watched call takes plain values, not tensors.")
+        where = f"the arguments of {self._name}"
+        request = {"name": self._name, "args": plain.encode(list(args), where),
+                   "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where),
+                   "watch": [str(name) for name in libraries]}
+        reply = _reply(self._name, channel(request))
+        result = _with_kernels(_result(self._name, reply))
+        report = reply.get("watch")
+        entered = report.get("entered") if isinstance(report, dict) else None
+        removed = report.get("hook_removed") if isinstance(report, dict) else None
+        if not isinstance(entered, list) or not all(isinstance(e, str) for e in entered) or type(removed) is not bool:
+            raise AnswerError(f"{self._name}(...): your notebook's kernel sent no report of the watched call.")
+        return Watched(result, tuple(e[:200] for e in entered[:MAX_REPORTED]), removed)
 
     def each(self, calls: list[tuple]) -> list[Any]:
         """``[self(*args) for args in calls]`` in one round trip (positional plain-data arguments): a check that

@@ -25,6 +25,8 @@ SCALARS = ("M", "N", "K", "lda", "ldb", "ldc", "ldd", "alpha", "beta")
 OUTPUTS = ("C", "D")
 #: What a pointer argument of a recorded launch may be: one of the GEMM's three matrices.
 ROLES = ("A", "B", "out")
+#: A null pointer argument of a recorded launch (a launcher's ``None``: e.g. 02's kernel without a who map).
+NULL = "null"
 #: Largest magnitude of a number argument of a recorded launch.
 MAX_NUMBER = 2.0**62
 
@@ -90,8 +92,9 @@ def arguments(params: Sequence[Any], convention: str, operands: Operands, name: 
 def check_value(value: Any, position: int) -> str | int | float:
     """One recorded argument as plain data: an operand role, an integer or a finite float."""
     if isinstance(value, str):
-        if value not in ROLES:
-            raise JudgeError(f"argument {position} is {value!r:.30}; an operand argument is one of {', '.join(ROLES)}.")
+        if value not in ROLES and value != NULL:
+            raise JudgeError(f"argument {position} is {value!r:.30}; an operand argument is one of {', '.join(ROLES)}"
+                             f" or {NULL} (a null pointer).")
         return value
     if type(value) is int and abs(value) <= MAX_NUMBER:
         return value
@@ -135,9 +138,9 @@ def check_launches(params: Sequence[Any], convention: str, name: str, launches: 
 
 def positional_arguments(args: Sequence[Any], operands: Operands) -> list[Any]:
     """The argument list of a recorded launch: each role replaced by its operand, numbers as recorded."""
-    values = {"A": operands.A, "B": operands.B, "out": operands.out}
+    values = {"A": operands.A, "B": operands.B, "out": operands.out, NULL: None}
     return [values[a] if isinstance(a, str) else a for a in args]
 
 
-__all__ = ["MAX_NUMBER", "OUTPUTS", "Operands", "POINTERS", "ROLES", "SCALARS", "arguments", "check_launches",
+__all__ = ["MAX_NUMBER", "NULL", "OUTPUTS", "Operands", "POINTERS", "ROLES", "SCALARS", "arguments", "check_launches",
            "check_parameters", "check_positional", "check_value", "positional_arguments", "understood"]

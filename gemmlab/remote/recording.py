@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import GemmlabError
 from ..integrity import DATA_MOVEMENT, NO_COPIES, library_guard
-from ..judge.binding import check_positional
+from ..judge.binding import NULL, check_positional
 from ..judge.errors import JudgeError
 from ..judge.spec import RecordedLaunch
 from ..runtime.launch import LaunchLimits, validate_launch
@@ -131,6 +131,8 @@ COPY_TENSORS = "src, dst or the who map"
 def _argument(value: Any, position: int, operands: dict[int, str], tensors: str = GEMM_TENSORS) -> str | int | float:
     import torch
 
+    if value is None:                       # a null pointer, as Kernel passes None (the judge passes one too)
+        return NULL
     if isinstance(value, torch.Tensor):
         if id(value) not in operands:
             raise RecordingError(

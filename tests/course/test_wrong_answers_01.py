@@ -1,14 +1,16 @@
 """Notebook 01's graded CPU tests reject plausible wrong answers (and accept right ones).
 
 Each wrong answer replaces the solution cell; the notebook's own test cell (visible + hidden
-tests) must fail on it, and the likeliest ones must already fail the visible tests. The copy
-kernel's test runs only on a GPU (tests/tools/test_release.py runs the solutions there).
+tests) must fail on it, and the likeliest ones must already fail the visible tests. Exercises 1
+and 2 are worked out without the library: an answer that reaches pycute or gemmlab.layout by any
+name fails. The untouched release scores 0. The copy kernel's test runs only on a GPU
+(tests/tools/test_release.py runs the solutions there); without one its convention is checked here.
 """
 from __future__ import annotations
 
 import pytest
 
-from tests.support.graded_cells import cells_by_grade_id, run_cells, visible_part
+from tests.support.graded_cells import cells_by_grade_id, release_cells, run_cells, visible_part
 
 NB = "01_layouts_and_partitioning"
 CRD_CELLS = ["setup", "crd2idx_solution", "test_crd2idx"]
@@ -131,6 +133,40 @@ def crd2idx(coord, shape, stride):
         return sum(_level2(c, s, d) for c, s, d in zip(coord, shape, stride))
     return coord * stride
 ''',
+    # The library the exercise says not to use, reached in the ways a student might.
+    "pycute.crd2idx": '''
+import pycute
+
+def crd2idx(coord, shape, stride):
+    return pycute.crd2idx(coord, shape, stride)
+''',
+    "a gemmlab Layout evaluated": '''
+def crd2idx(coord, shape, stride):
+    return gl.Layout(shape, stride)(coord)
+''',
+    "an alias imported before the function": '''
+from pycute import crd2idx as _library
+
+def crd2idx(coord, shape, stride):
+    return int(_library(coord, shape, stride))
+''',
+    "the library's function as the answer": '''
+from gemmlab.layout import crd2idx
+''',
+    "its own sum with the library's size": '''
+import gemmlab.layout as _gl
+
+def crd2idx(coord, shape, stride):
+    if isinstance(shape, tuple):
+        if isinstance(coord, int):
+            parts = []
+            for s in shape:
+                n = _gl.size(s)
+                parts.append(coord % n); coord //= n
+            coord = tuple(parts)
+        return sum(crd2idx(c, s, d) for c, s, d in zip(coord, shape, stride))
+    return coord * stride
+''',
     # An object that compares equal to everything.
     "always-equal object": '''
 class _Any:
@@ -174,6 +210,16 @@ def test_crd2idx_visible_tests_reject(name: str) -> None:
     visible = visible_part(cells_by_grade_id(NB)["test_crd2idx"])
     with pytest.raises((AssertionError, TypeError, IndexError, ValueError)):
         run_cells(NB, CRD_CELLS, replace={"crd2idx_solution": WRONG_CRD2IDX[name], "test_crd2idx": visible})
+
+
+LIBRARY_CHEATS = ("pycute.crd2idx", "a gemmlab Layout evaluated", "an alias imported before the function",
+                  "the library's function as the answer", "its own sum with the library's size")
+
+
+@pytest.mark.parametrize("name", LIBRARY_CHEATS)
+def test_crd2idx_that_calls_the_library_is_told_so(name: str) -> None:
+    with pytest.raises(AssertionError, match="ran code of pycute or gemmlab.layout"):
+        run_cells(NB, CRD_CELLS, replace={"crd2idx_solution": WRONG_CRD2IDX[name]})
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -238,6 +284,12 @@ def owned_by(t, thr_shape, tile_shape):
 def owned_by(t, thr_shape, tile_shape):
     return None
 ''',
+    # The function the exercise asks to predict, called.
+    "local_partition called": '''
+def owned_by(t, thr_shape, tile_shape):
+    thr = gl.Layout(thr_shape, (thr_shape[1], 1))
+    return gl.local_partition(gl.make_identity_tensor(tile_shape), thr, t).values().reshape(-1, 2).tolist()
+''',
 }
 
 
@@ -256,3 +308,47 @@ def owned_by(t, thr_shape, tile_shape):
     return [(r, c) for c in range(t % C, tile_shape[1], C) for r in range(t // C, tile_shape[0], R)]
 '''
     run_cells(NB, OWNED_CELLS, replace={"owned_solution": unsorted})
+
+
+def test_owned_by_that_calls_local_partition_is_told_so() -> None:
+    with pytest.raises(AssertionError, match="ran code of pycute or gemmlab.layout"):
+        run_cells(NB, OWNED_CELLS, replace={"owned_solution": WRONG_OWNED["local_partition called"]})
+
+
+# ---------------------------------------------------------------- the untouched release scores 0
+
+@pytest.mark.parametrize("answer, test", [("crd2idx_solution", "test_crd2idx"), ("owned_solution", "test_owned")])
+def test_the_release_placeholder_fails_its_test(answer: str, test: str) -> None:
+    from gemmlab.nbhelpers import ExerciseNotDone
+
+    with pytest.raises(ExerciseNotDone, match="not written yet"):
+        run_cells(NB, ["setup", answer, test], replace={answer: release_cells(NB)[answer]})
+
+
+COPY_CELLS = ["setup", "copy_cpp_solution", "build_copy_cpp", "copy_dsl_solution", "copy_examples", "build_copy_dsl",
+              "copy_helpers", "test_copy_kernel_slow"]
+
+
+def test_the_release_copy_kernel_scores_0_without_a_gpu(no_gpu: None, tmp_path) -> None:
+    release = release_cells(NB)
+    placeholders = {gid: release[gid] for gid in ("copy_cpp_solution", "copy_dsl_solution")}
+    with pytest.raises(AssertionError, match="Neither option A"):
+        run_cells(NB, COPY_CELLS, replace=placeholders, folder=tmp_path)
+
+
+def test_the_copy_kernels_number_tiles_as_the_course_does(no_gpu: None) -> None:
+    """blockIdx.x counts tile rows (M), blockIdx.y tile columns (N), on a grid of (M/32, N/64): the C++ launcher,
+    and the given lines students start from in both options (notebooks 02 and 04 number their CTAs the same way)."""
+    import torch
+
+    launched = {}
+    fake = lambda *args, **kw: launched.update(kw)  # noqa: E731 - the compiled kernel, as the launcher calls it
+    ns = run_cells(NB, ["setup", "copy_helpers"], namespace={"copy_cpp": fake, "copy_dsl": None, "torch": torch})
+    S = torch.empty(96, 256)
+    ns["run_copy"]("C++", S, S, S)
+    assert launched["grid"] == (96 // 32, 256 // 64)
+    release = release_cells(NB)
+    assert "make_coord(blockIdx.x, blockIdx.y)" in release["copy_cpp_solution"]
+    assert "bm, bn, _ = cute.arch.block_idx()" in release["copy_dsl_solution"]
+    assert "cta_coord = (bm, bn)" in release["copy_dsl_solution"]
+    assert "grid=(M // BM, N // BN, 1)" in release["copy_dsl_solution"]

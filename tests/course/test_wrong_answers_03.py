@@ -11,7 +11,7 @@ import pytest
 
 from gemmlab.errors import GemmlabError
 
-from tests.support.graded_cells import cells_by_grade_id, run_cells, visible_part
+from tests.support.graded_cells import cells_by_grade_id, release_cells, run_cells, visible_part
 
 NB = "03_swizzle_and_banks"
 SWIZZLE_CELLS = ["setup", "swizzle_checker", "pick_swizzle", "test_pick_swizzle"]
@@ -110,3 +110,22 @@ def test_solution_passes_the_transpose_test_without_gpu(no_gpu: None) -> None:
 
 def test_solution_passes_the_swizzle_test() -> None:
     run_cells(NB, SWIZZLE_CELLS)
+
+
+# ---------------------------------------------------------------- the untouched release scores 0
+
+def test_the_release_pick_swizzle_fails_its_test() -> None:
+    release = release_cells(NB)
+    with pytest.raises(NotImplementedError):
+        run_cells(NB, SWIZZLE_CELLS, replace={"pick_swizzle": release["pick_swizzle"]})
+
+
+def test_the_release_index_fails_the_transpose_test(no_gpu: None) -> None:
+    """The release's answer cell sets the row-major start, then raises; the grader goes on with the start."""
+    release = release_cells(NB)
+    ns = run_cells(NB, INDEX_CELLS[:2])
+    with pytest.raises(NotImplementedError):
+        run_cells(NB, ["smem_index"], replace={"smem_index": release["smem_index"]}, namespace=ns)
+    ns["transpose"] = object()
+    with pytest.raises(AssertionError, match="conflicts in the column reads"):
+        run_cells(NB, ["check_index_helper", "test_transpose"], namespace=ns)

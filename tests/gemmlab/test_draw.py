@@ -152,3 +152,63 @@ def test_cta_raster_figure():
     fig = draw.cta_raster(1024, 1024, 128, 128, group=4, l2_bytes=4 << 20, K=1024)
     assert len(fig.axes) == 2 and "grouped by 4" in fig.axes[1].get_title()
     assert _png(fig)
+
+
+# --------------------------------------------------------------------------- divides and local_tile
+
+def test_tile_numbers_of_a_plain_tiler_are_blocks_listed_column_major():
+    tile_of, zipped = draw.tile_numbers((8, 8), (2, 4))
+    r, c = np.meshgrid(np.arange(8), np.arange(8), indexing="ij")
+    assert (tile_of == r // 2 + 4 * (c // 4)).all()          # tile (i, j) is number i + 4j: zipped_divide's order
+    assert (zipped == np.arange(8)[None, :]).all()              # one tile per column of the zipped form
+    _, logical = draw.tile_numbers((8, 8), (2, 4), "logical")
+    assert (logical == tile_of).all()                           # a logical divide of a compact matrix draws in place
+
+
+def test_tile_numbers_follow_a_strided_tiler():
+    # rows {0, 4} form one tile's rows when the tiler's row mode is 2:4
+    tile_of, zipped = draw.tile_numbers((8, 8), (L.Layout(2, 4), L.Layout(4, 1)))
+    assert tile_of[0, 0] == tile_of[4, 0] != tile_of[1, 0]
+    assert [int((tile_of == t).sum()) for t in range(8)] == [8] * 8
+    assert all(len(set(zipped[:, j])) == 1 for j in range(8))
+
+
+@pytest.mark.parametrize("how", ["zipped", "logical"])
+def test_divide_picture_holds_the_same_indices_in_the_divides_order(how):
+    lay = L.Layout((8, 8), (8, 1))
+    fig = draw.divide(lay, (2, 4), how)
+    left, right = fig.axes[:2]
+    divided = (L.zipped_divide if how == "zipped" else L.logical_divide)(lay, (2, 4))
+    assert [int(t.get_text()) for t in left.texts] == draw.layout_values_2d(lay).ravel().tolist()
+    assert [int(t.get_text()) for t in right.texts] == draw.layout_values_2d(divided).ravel().tolist()
+    assert str(divided) in right.get_title()
+    assert [t.get_text() for t in right.get_yticklabels()][:3] == ["(0,0)", "(1,0)", "(0,1)"]   # CuTe's column-major split
+    assert _png(fig)
+
+
+def test_divide_refuses_what_it_cannot_draw():
+    with pytest.raises(GemmlabError, match="how"):
+        draw.divide(L.Layout((8, 8), (8, 1)), (2, 4), "tiled")
+    with pytest.raises(GemmlabError, match="rank"):
+        draw.divide(L.Layout((2, 2, 2), (1, 2, 4)), (2, 2))
+
+
+@pytest.mark.parametrize("coord", [(1, 0), (0, 1), (1, None)])
+def test_local_tile_picture_highlights_what_local_tile_returns(coord):
+    fig = draw.local_tile((8, 12), (4, 6), coord, ("blockIdx.x", "blockIdx.y"))
+    ax = fig.axes[0]
+    rgb = ax.images[0].get_array()
+    picked = np.all(np.isclose(rgb, draw.HIGHLIGHT), axis=-1)
+    mine = L.local_tile(L.make_identity_tensor((8, 12)), (4, 6), coord).values().reshape(-1, 2)
+    want = np.zeros((8, 12), dtype=bool)
+    want[mine[:, 0], mine[:, 1]] = True
+    assert (picked == want).all()
+    assert sorted(t.get_text() for t in ax.texts) == ["(0,0)", "(0,1)", "(1,0)", "(1,1)"]
+    assert "blockIdx.x" in ax.get_ylabel() and "blockIdx.y" in ax.get_xlabel()
+
+
+def test_local_tile_picture_refuses_a_tile_outside_the_matrix():
+    with pytest.raises(GemmlabError):
+        draw.local_tile((8, 12), (4, 6), (2, 0))
+    with pytest.raises(GemmlabError, match="2-D"):
+        draw.local_tile((8, 12, 2), (4, 6, 1), (0, 0, 0))

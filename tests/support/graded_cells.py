@@ -23,7 +23,17 @@ def notebook_path(assignment: str) -> Path:
 
 def cells_by_grade_id(assignment: str) -> dict[str, str]:
     """grade_id -> source of every cell of the solutions notebook that has one."""
-    nb = nbformat.read(notebook_path(assignment), as_version=4)
+    return _by_grade_id(notebook_path(assignment))
+
+
+def release_cells(assignment: str) -> dict[str, str]:
+    """grade_id -> source of every cell of the student release (course/) that has one: what an untouched
+    hand-in holds, the placeholders of every answer cell."""
+    return _by_grade_id(ROOT / "course" / assignment / f"{assignment}.ipynb")
+
+
+def _by_grade_id(path: Path) -> dict[str, str]:
+    nb = nbformat.read(path, as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
             if c.metadata.get("nbgrader", {}).get("grade_id")}
 
@@ -39,12 +49,14 @@ def visible_part(cell_source: str) -> str:
 
 
 def run_cells(assignment: str, grade_ids: list[str], replace: dict[str, str] | None = None,
-              seed: int = 0, namespace: dict | None = None) -> dict:
+              seed: int = 0, namespace: dict | None = None, folder: Path | None = None) -> dict:
     """Run the cells ``grade_ids`` in order in one namespace (a fresh one, or ``namespace`` to go
     on from earlier cells) and return it.
 
     ``replace`` maps a grade_id to the source to run in that cell's place (a wrong answer, or a
     test cell's visible part); Python's ``random`` is seeded so random hidden tests repeat.
+    ``folder``: each cell is written to a file there first and compiled from it, as the CuTe DSL
+    needs (it reads its functions' source).
     """
     cells = cells_by_grade_id(assignment)
     replace = replace or {}
@@ -53,5 +65,10 @@ def run_cells(assignment: str, grade_ids: list[str], replace: dict[str, str] | N
     random.seed(seed)
     ns = namespace if namespace is not None else {"__name__": f"notebook_{assignment}"}
     for gid in grade_ids:
-        exec(compile(python(replace.get(gid, cells[gid])), f"<{assignment}:{gid}>", "exec"), ns)
+        source, name = python(replace.get(gid, cells[gid])), f"<{assignment}:{gid}>"
+        if folder is not None:
+            path = folder / f"{assignment}_{gid}.py"
+            path.write_text(source)
+            name = str(path)
+        exec(compile(source, name, "exec"), ns)
     return ns

@@ -227,3 +227,36 @@ def test_many_calls_cross_in_one_round_trip_and_stay_plain_data(linked, monkeypa
     with pytest.raises(answers.AnswerError, match="ZeroDivisionError"):
         nbhelpers.ask_each(judge["owner"], calls)
     assert nbhelpers.ask_each(lambda m, n: m + n, [(1, 2), (3, 4)]) == [3, 7]    # in the student's own notebook
+
+
+# ---------------------------------------------------------------- a call watched for a library (gemmlab.library_watch)
+
+_LIBS = ["pycute", "gemmlab.layout"]
+
+
+def _own_crd2idx(coord, shape, stride):
+    if isinstance(shape, tuple):
+        return sum(_own_crd2idx(c, s, d) for c, s, d in zip(coord, shape, stride))
+    return coord * stride
+
+
+def test_a_watched_call_through_the_judge(linked) -> None:
+    """01's crd2idx rule in the grader: the student's function runs watched in the student's kernel (serve), the
+    report crosses back, and a call into the library fails the judge's test with the functions named."""
+    from gemmlab import nbhelpers
+
+    student, judge, bind = linked
+    student.update(own=_own_crd2idx, cheat=lambda c, s, d: L.Layout(s, d)(c))
+    bind("own", "cheat")
+    assert nbhelpers.ask_without(_LIBS, judge["own"], ((1, 2), 5), ((2, 4), 8), ((1, 16), 2)) == 43
+    with pytest.raises(nbhelpers.CheckFailed, match=r"cheat\(.*ran code of pycute or gemmlab.layout: .*Layout"):
+        nbhelpers.ask_without(_LIBS, judge["cheat"], ((1, 2), 5), ((2, 4), 8), ((1, 16), 2))
+
+
+def test_a_reply_without_a_watch_report_is_refused(monkeypatch) -> None:
+    student = {"own": _own_crd2idx}
+    judge: dict = {}
+    answers.bind(judge, answers.describe(student, ["own"]))
+    monkeypatch.setattr(answers, "channel", lambda request: json.dumps({"id": 1, "result": plain.encode(3)}))
+    with pytest.raises(answers.AnswerError, match="no report of the watched call"):
+        judge["own"].watched(_LIBS, 1, 4, 2)

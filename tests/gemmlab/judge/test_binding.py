@@ -46,3 +46,17 @@ def test_nn_binds_alpha_and_beta() -> None:
 def test_parameters_the_judge_cannot_bind_are_refused(declaration: str, convention: str, message: str) -> None:
     with pytest.raises(JudgeError, match=message):
         check_parameters(params(declaration), convention)
+
+
+def test_a_recorded_null_pointer_binds_to_none_and_only_to_a_pointer() -> None:
+    """A launcher that passes None for a pointer (02's copy kernel without its who map) is recorded as ``null``."""
+    from gemmlab.judge.binding import NULL, check_positional, check_value, positional_arguments
+
+    p = params("const half* A, half* D, int* B, int M, int N")
+    check_positional(p, ["A", "out", NULL, 64, 32])
+    assert positional_arguments(["A", "out", NULL, 64, 32], OPS) == ["A-tensor", "out-tensor", None, 64, 32]
+    assert check_value(NULL, 2) == NULL
+    with pytest.raises(JudgeError, match="is a scalar"):
+        check_positional(p, ["A", "out", "B", NULL, 32])
+    with pytest.raises(JudgeError, match="operand argument is one of"):
+        check_value("nil", 0)

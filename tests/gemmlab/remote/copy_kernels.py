@@ -7,7 +7,8 @@ from typing import Any, Callable
 import gemmlab
 
 #: dst = src (or srcᵀ with TRANSPOSE defined), float, one thread per element, 32 × 8 blocks over 32 × 32 tiles;
-#: with WHO defined it takes a third tensor, who[r, c] = the thread's index in its block. SKIP_LAST leaves the last tile column unwritten.
+#: with WHO defined it takes a third tensor, who[r, c] = the thread's index in its block (with WHO_IF_GIVEN too, only
+#: where who is not null). SKIP_LAST leaves the last tile column unwritten.
 COPY_SOURCE = r"""
 extern "C" __global__ void NAME(const float* src, float* dst, WHO_PARAM int M, int N)
 {
@@ -23,6 +24,9 @@ extern "C" __global__ void NAME(const float* src, float* dst, WHO_PARAM int M, i
     dst[(size_t)r * N + c] = src[(size_t)r * N + c];
 #endif
 #ifdef WHO
+#ifdef WHO_IF_GIVEN
+    if (who != nullptr)
+#endif
     who[(size_t)r * N + c] = threadIdx.y * 32 + threadIdx.x;
 #endif
   }

@@ -196,3 +196,11 @@ def test_a_copy_timing_request_is_a_timing_and_takes_no_who_map() -> None:
 
     with pytest.raises(gemmlab.GemmlabError, match="not a copy timing"):
         CopyTiming.from_dict({"shape": [2, 2], "ms": -1})
+
+
+def test_a_none_for_a_pointer_is_recorded_as_a_null_pointer() -> None:
+    """02's kernel takes a who map it writes only when there is one: its launcher passes None when timed."""
+    kernel = copy_kernel("copy_who", defines=("WHO",))
+    launch = copy_launcher(kernel)
+    recording = record_copy(lambda src, dst: launch(src, dst, None), (64, 32), torch.float32)
+    assert recording.launch.args == ("A", "out", "null", 64, 32)

@@ -71,3 +71,23 @@ def test_bench_copy_times_a_right_copy_here_and_in_the_judge_and_refuses_a_wrong
     assert report.verdict == "passed", report.error
     judged = CopyTiming.from_dict(report.bench)
     assert judged.gbps > 100 and judged.shape == (4096, 4096)
+
+
+def test_the_judge_passes_a_recorded_null_pointer() -> None:
+    """02's copy kernel takes a who map it writes only when given one; its launcher passes None when no map is asked
+    for, recorded as a null pointer that the judge passes on (checked and timed)."""
+    from gemmlab.copy_check import CopyTiming
+    from gemmlab.remote.requests import copy_bench_request
+
+    launch = _fn("cj_who_if_given", "WHO", "WHO_IF_GIVEN")
+
+    def fn(src, dst, who=None):
+        launch(src, dst, who)
+
+    assert _judged(fn, [(64, 96)], "float32").passed
+    mapped = _judged(fn, [(64, 128)], "float32", who=True)
+    assert mapped.passed and np.array_equal(mapped.who((64, 128)), expected_who(64, 128))
+    request = copy_bench_request(record_copy(fn, (2048, 2048), torch.float32), "float32", False, JudgeLimits())
+    report = judge(JudgeRequest.from_json(request.to_json()), timeout_s=300)
+    assert report.verdict == "passed", report.error
+    assert CopyTiming.from_dict(report.bench).gbps > 100
