@@ -175,15 +175,10 @@ def test_a_dsl_kernels_machine_code_is_read_in_the_judge_where_forged_ptx_and_a_
     assert tile.count("(16, 8, 16)") == 1
     by_id["mma_tile_dsl"]["source"] = tile.replace("(16, 8, 16)", "(16, 8, 8)")
     by_id["spot_answer"]["source"] = "".join(by_id["spot_answer"]["source"]) + (
-        "
-mma_instructions = lambda kernel: {'mma.sync.aligned.m16n8k16': 1, 'ldmatrix.sync.aligned.m8n8.x4': 1}
-"
-        "ptx_of = lambda kernel: ''
-"
-        "import gemmlab.dsl.core as _core
-"
-        "_core.DslKernel.ptx = property(lambda self: '.entry k() { mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 }')
-")
+        "\nmma_instructions = lambda kernel: {'mma.sync.aligned.m16n8k16': 1, 'ldmatrix.sync.aligned.m8n8.x4': 1}\n"
+        "ptx_of = lambda kernel: ''\n"
+        "import gemmlab.dsl.core as _core\n"
+        "_core.DslKernel.ptx = property(lambda self: '.entry k() { mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 }')\n")
     result = grade_submission(GradeJob("cheat", "04_mma", "t", {name: NotebookParts(source, release, nb)}))
     cells = {c.grade_id: c for c in result.cells}
     assert all(c.judged for c in result.cells), [(c.grade_id, c.judged) for c in result.cells]
