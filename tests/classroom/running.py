@@ -58,6 +58,7 @@ class RunningClass:
     passwords: dict[str, str]
     log: Path
     proc: subprocess.Popen = field(repr=False)
+    pool_port: int = 0
 
     def login(self, user: str) -> "HubUser":
         return HubUser(self, user).login(self.passwords[user])
@@ -108,7 +109,7 @@ def running_class(root: Path, students: list[str], instructors: list[str], *extr
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the Hub did not answer within {HUB_START_S} s:\n{log.read_text()[-4000:]}")
             time.sleep(0.5)
-        yield RunningClass(root, url, passwords, log, proc)
+        yield RunningClass(root, url, passwords, log, proc, port + 3)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)

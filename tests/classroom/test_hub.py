@@ -1,0 +1,142 @@
+"""A class on this machine, through its real JupyterHub (6), proxy and pool (the fake judge: no GPU here).
+
+Students log in with the passwords ``start`` issued, their servers start in their sandboxes, and code
+runs in their kernels as in JupyterLab: a check goes to the pool with no token set (the server's Hub
+token), the pool's limits key on the Hub user, and a hostile student's kernel reaches nothing of anyone
+else's: not a classmate's files, hand-ins or feedback, not the collected hand-ins, the gradebook, the
+solutions or the Hub's secrets, not another process's environment.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.classroom.running import RunningClass, running_class
+
+pytest.importorskip("jupyterhub", reason="the `class` extra: pip install -e '.[class]'")
+pytestmark = [pytest.mark.slow]
+
+
+def _needs() -> None:
+    from autograder.harness.sandbox import check_bwrap
+
+    if why := check_bwrap():
+        pytest.skip(why)
+    chp = Path(__import__("sys").executable).parent.parent / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"
+    if not chp.exists() and shutil.which("configurable-http-proxy") is None:
+        pytest.skip("configurable-http-proxy is missing: scripts/setup.sh installs it with npm")
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningClass]:
+    _needs()
+    root = tmp_path_factory.mktemp("hub") / "class"
+    with running_class(root, ["alice", "bob"], ["teacher"]) as running:
+        yield running
+
+
+def test_a_wrong_password_or_a_stranger_cannot_log_in(klass: RunningClass) -> None:
+    from tests.classroom.running import HubUser
+
+    with pytest.raises(PermissionError):
+        HubUser(klass, "alice").login(klass.passwords["bob"])
+    with pytest.raises(PermissionError):
+        HubUser(klass, "mallory").login(klass.passwords["alice"])
+
+
+CHECK = textwrap.dedent(r'''
+    import math, os, gemmlab
+    from gemmlab.remote import connection
+    SRC = r"""
+    #include <cuda_fp16.h>
+    extern "C" __global__ void gemm_tiny(const half* A, const half* B, half* D, int M, int N, int K)
+    {
+      int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y * blockDim.y + threadIdx.y;
+      if (m >= M || n >= N) return;
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k) acc += __half2float(A[(size_t)m * K + k]) * __half2float(B[(size_t)n * K + k]);
+      D[(size_t)m * N + n] = __float2half(acc);
+    }
+    """
+    k = gemmlab.compile(SRC, "gemm_tiny", arch="sm_90a")
+    def gemm(A, B, D):
+        M, K = A.shape; N = B.shape[0]
+        k(A, B, D, M, N, K, grid=(math.ceil(N / 16), math.ceil(M / 16)), block=(16, 16))
+    print("token set:", "GEMMLAB_POOL_TOKEN" in os.environ, "gpu:", gemmlab.gpu.has_gpu())
+    r = gemmlab.check_gemm(gemm, shapes=[(64, 64, 32)])
+    print("passed:", r.passed)
+    print("me:", connection.current().account()["student"])
+''')
+
+
+def test_a_student_without_a_gpu_checks_through_the_pool_with_no_token(klass: RunningClass) -> None:
+    alice = klass.login("alice")
+    alice.start_server()
+    out = alice.run(CHECK, timeout=240)
+    assert not out["error"], out
+    assert "token set: False gpu: False" in out["stdout"] and "passed: True" in out["stdout"], out
+    assert "me: alice" in out["stdout"], out
+
+
+HOSTILE = textwrap.dedent(r'''
+    import glob, json, os, socket, urllib.request
+    root = {root!r}
+    tried = {{}}
+    def attempt(name, fn):
+        try:
+            tried[name] = "READ " + repr(fn())[:200]
+        except Exception as exc:
+            tried[name] = type(exc).__name__
+    attempt("bob_home", lambda: os.listdir(root + "/home/bob"))
+    attempt("bob_handins", lambda: os.listdir(root + "/handins/bob"))
+    attempt("bob_feedback", lambda: os.listdir(root + "/feedback/bob"))
+    attempt("submitted", lambda: os.listdir(root + "/course/autograder/submitted"))
+    attempt("gradebook", lambda: open(root + "/course/autograder/gradebook.db", "rb").read(16))
+    attempt("solutions", lambda: os.listdir(root + "/course/solutions"))
+    attempt("hub_dir", lambda: os.listdir(root + "/hub"))
+    attempt("accounts", lambda: open(root + "/accounts.json").read())
+    attempt("repo_solutions", lambda: os.listdir({repo!r} + "/solutions"))
+    attempt("write_release", lambda: open(root + "/exchange/{course}/outbound/x", "w"))
+    attempt("pids", lambda: [p for p in os.listdir("/proc") if p.isdigit() and int(p) > 2 and
+                             "jupyterhub" in open(f"/proc/{{p}}/cmdline").read()])
+    env = dict(os.environ)
+    print(json.dumps({{"tried": tried, "env": env, "inbound": os.listdir(root + "/exchange/{course}/inbound")}}))
+''')
+
+
+def _pool_service_token(klass: RunningClass) -> str:
+    """The Hub's token of the pool service, read from the pool's process (this test runs as the Hub's user)."""
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if "pool" in cmd and "--hub" in cmd and str(klass.pool_port) in cmd:
+            return proc.environ()["JUPYTERHUB_API_TOKEN"]
+    raise AssertionError(f"no pool process on port {klass.pool_port}")
+
+
+def test_a_hostile_student_reaches_nothing_of_anyone_else(klass: RunningClass) -> None:
+    from classroom.prepare import REPO
+
+    bob = klass.login("bob")
+    bob.start_server()
+    alice = klass.login("alice")
+    alice.start_server()
+    (klass.root / "handins" / "bob" / "bob+02+2026+x").mkdir(parents=True, exist_ok=True)
+    (klass.root / "exchange" / "gemmlab" / "inbound" / "bob+02+2026+y").mkdir(parents=True, exist_ok=True)
+    out = alice.run(HOSTILE.format(root=str(klass.root), course="gemmlab", repo=str(REPO)))
+    assert not out["error"], out
+    seen = json.loads(out["stdout"])
+    leaks = {k: v for k, v in seen["tried"].items() if v.startswith("READ") and v != "READ []"}
+    assert not leaks, leaks
+    assert seen["inbound"] == [], "alice's inbound is her own hand-ins folder, empty so far"
+    secrets = {(klass.root / "hub" / "proxy_token").read_text().strip(),
+               (klass.root / "hub" / "jupyterhub_cookie_secret").read_bytes().hex()}
+    secrets.add(_pool_service_token(klass))
+    assert not secrets & set(seen["env"].values()), "a Hub secret is in the student's environment"
+    assert seen["env"]["JUPYTERHUB_USER"] == "alice" and seen["env"]["GEMMLAB_HIDE_GPU"] == "1"
