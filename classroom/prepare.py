@@ -81,6 +81,7 @@ def write_student_config(where: ClassDir, settings: ClassSettings) -> Path:
         "c = get_config()  # noqa: F821\n"
         f"load_subconfig({str(COURSE_CONFIG)!r})  # noqa: F821\n"
         "c.CourseDirectory.root = os.environ['HOME']\n"
+        "c.CourseDirectory.student_id = os.environ['JUPYTERHUB_USER']  # hand-ins named for the Hub user\n"
         f"c.CourseDirectory.course_id = {settings.course_id!r}\n"
         f"c.Exchange.root = {str(where.exchange)!r}\n"
         "c.CourseDirectory.db_url = 'sqlite:///' + os.path.join(os.environ['HOME'], '.nbgrader-validate.db')\n")

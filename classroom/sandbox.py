@@ -42,17 +42,21 @@ class StudentBox:
     ro: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     tmp_bytes: int = TMP_BYTES
+    #: Folders made inside the sandbox open to everyone (mode 1777) and kept nowhere: nbgrader insists
+    #: that the exchange's root be writable, though nothing is ever written there.
+    open_dirs: list[str] = field(default_factory=list)
 
 
-def _parents(paths: list[str]) -> list[str]:
-    """``--dir`` arguments for the folders above ``paths`` (searchable by everyone: nobody must pass through)."""
+def _parents(paths: list[str], open_dirs: tuple[str, ...] = ()) -> list[str]:
+    """``--dir`` arguments for the folders above ``paths`` (searchable by everyone: nobody must pass through);
+    ``open_dirs`` among them writable by everyone."""
     made: list[str] = []
     for path in paths:
         for parent in reversed(Path(path).parents):
             p = str(parent)
             if p != "/" and p not in made and not any(p == d or p.startswith(d + "/") for d in SYSTEM_DIRS):
                 made.append(p)
-    return [a for p in made for a in ("--perms", "0755", "--dir", p)]
+    return [a for p in made for a in ("--perms", "01777" if p in open_dirs else "0755", "--dir", p)]
 
 
 def bwrap_command(box: StudentBox, command: list[str]) -> list[str]:
@@ -69,7 +73,7 @@ def bwrap_command(box: StudentBox, command: list[str]) -> list[str]:
     for path in ("/tmp", "/dev/shm"):
         cmd += ["--perms", "01777", "--size", str(box.tmp_bytes), "--tmpfs", path]
     system = python_dirs() + [str(GEMMLAB_DIR)]
-    cmd += _parents(system + list(box.ro) + list(box.rw) + [str(box.home)])
+    cmd += _parents(system + list(box.ro) + list(box.rw) + [str(box.home)], tuple(box.open_dirs))
     for d in system:
         cmd += ["--ro-bind", d, d]
     for inside, host in box.ro.items():

@@ -97,7 +97,8 @@ class ClassSpawner(LocalProcessSpawner):
                                  str(where.exchange_feedback): str(where.feedback(self.user.name)),
                                  str(where.config / "student"): str(where.config / "student"),
                                  str(COURSE_CONFIG): str(COURSE_CONFIG)},
-                             tmp_bytes=(settings.student_memory_mb << 20) // 2)
+                             tmp_bytes=(settings.student_memory_mb << 20) // 2,
+                             open_dirs=[str(where.exchange), str(where.exchange / settings.course_id)])
             command = bwrap_command(box, command)
             env = {"PATH": env["PATH"]}   # bwrap's own; the server's environment is the box's (--clearenv)
             cwd = "/"
