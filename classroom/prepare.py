@@ -106,6 +106,10 @@ def write_instructor_config(where: ClassDir, settings: ClassSettings) -> Path:
         f"c.CourseDirectory.course_id = {settings.course_id!r}\n"
         f"c.CourseDirectory.db_url = {'sqlite:///' + str(where.course / 'autograder' / 'gradebook.db')!r}\n"
         f"c.Exchange.root = {str(where.exchange)!r}\n")
+    # JupyterHub's servers forbid framing ('none'); the formgrader is a page of the same server framed by
+    # JupyterLab, so the instructor's server allows its own pages to frame it ('self'), and no one else.
+    (folder / "jupyter_server_config.json").write_text(
+        '{"ServerApp": {"tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors \'self\'"}}}}\n')
     return folder
 
 

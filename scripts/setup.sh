@@ -23,7 +23,17 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
   fi
 fi
 
-"$PY" -m pip install --quiet -e ".[test,grade]"
+"$PY" -m pip install --quiet -e ".[test,grade,class]"
+# The class's JupyterHub (python -m classroom) routes through configurable-http-proxy, a Node.js program from
+# npm: installed into .venv/chp, where classroom/jupyterhub_config.py looks for it.
+if [ ! -x .venv/chp/node_modules/.bin/configurable-http-proxy ]; then
+  if command -v npm >/dev/null 2>&1; then
+    npm install --silent --no-audit --no-fund --prefix .venv/chp configurable-http-proxy@5 >/dev/null \
+      || echo "could not install configurable-http-proxy with npm: the class tests will skip" >&2
+  else
+    echo "note: no npm here; python -m classroom needs configurable-http-proxy (npm install -g configurable-http-proxy)" >&2
+  fi
+fi
 # The grader sandboxes submissions with bubblewrap: install it where we may (root, apt).
 if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q bubblewrap >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; } \
