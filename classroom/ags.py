@@ -18,7 +18,6 @@ import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pool.tokens import write_private

@@ -19,8 +19,9 @@ from .settings import ClassDir, ClassSettings
 
 REPO = Path(__file__).resolve().parent.parent
 COURSE_CONFIG = REPO / "autograder" / "nbgrader_config.py"
-#: The nbgrader lab plugins and server extension students do not get (their sandbox has no gradebook anyway).
-INSTRUCTOR_ONLY_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment")
+#: The nbgrader lab plugin students do not get (the formgrader's server extension is off for them too; their
+#: sandbox has no gradebook anyway).
+INSTRUCTOR_ONLY_PLUGINS = ("@jupyter/nbgrader:create-assignment",)
 
 
 def _dir(path: Path, mode: int, owner: int | None = None) -> Path:

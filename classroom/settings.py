@@ -90,7 +90,8 @@ class ClassSettings:
         if self.auth not in AUTH_KINDS:
             raise ClassError(f"auth must be one of {', '.join(AUTH_KINDS)}, not {self.auth!r}.")
         if self.auth == "lti" and self.lti is None:
-            raise ClassError("LTI logins need the LMS's registration: --lti lti.json (docs/CLASSROOM.md says what it holds).")
+            raise ClassError("LTI logins need the LMS's registration: --lti lti.json (the README's \"Run a class\" "
+                             "section says what it holds).")
         if self.pool not in POOL_KINDS:
             raise ClassError(f"pool must be one of {', '.join(POOL_KINDS)}, not {self.pool!r}.")
         if not re.match(r"^[A-Za-z0-9_-]{1,64}$", self.course_id):

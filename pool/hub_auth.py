@@ -5,7 +5,7 @@ their own (``JUPYTERHUB_API_TOKEN``, issued by the Hub for their server), so nob
 token to copy. The pool hands whatever follows ``Bearer`` to the Hub's API (``GET
 /hub/api/user``, through ``jupyterhub.services.auth.HubAuth``), which answers with the token's
 owner and scopes; the pool serves only tokens that hold ``access:services!service=<its
-name>`` (the Hub grants that scope through a role, classroom's ``gpu-pool-users``). Limits key on
+name>`` (classroom grants it to every Hub user through the Hub's default ``user`` role). Limits key on
 the Hub user's name.
 
 Roster tokens (``gp1_...``, :mod:`pool.tokens`) keep working beside it when a roster is given,

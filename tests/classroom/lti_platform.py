@@ -26,7 +26,6 @@ import json
 import secrets
 import threading
 import time
-import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -262,4 +261,4 @@ def form_fields(page: str) -> tuple[str, dict[str, str]]:
     return found["action"], found["fields"]
 
 
-__all__ = ["Platform", "auto_post", "form_fields", "urllib"]
+__all__ = ["Platform", "auto_post", "form_fields"]

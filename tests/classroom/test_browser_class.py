@@ -25,9 +25,8 @@ from typing import Iterator
 
 import pytest
 
-from tests.classroom.running import RunningClass, class_env, running_class
-from tests.classroom.test_hub import CHECK, HOSTILE, _needs
-from tests.classroom.work import ASSIGNMENT, FORGE, NOTEBOOK, answer
+from tests.classroom.running import RunningClass, class_env, require_class_tools, running_class
+from tests.classroom.work import ASSIGNMENT, CHECK, FORGE, HOSTILE, NOTEBOOK, answer
 from tests.support import ROOT
 from tests.support.browser import artifacts, require_browser
 
@@ -46,7 +45,7 @@ def shots() -> Path:
 @pytest.fixture(scope="module")
 def klass(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningClass]:
     require_browser()
-    _needs()
+    require_class_tools()
     with running_class(tmp_path_factory.mktemp("class-browser") / "class", list(STUDENTS), ["teacher"]) as running:
         yield running
 

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.classroom.running import class_env, running_class
-from tests.classroom.test_hub import _needs
+from tests.classroom.running import class_env, require_class_tools, running_class
 from tests.classroom.work import ASSIGNMENT, FORGE, edit, nbgrader
 from tests.support import ROOT
 
@@ -32,7 +31,7 @@ def _classroom(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_release_fetch_submit_collect_grade_feedback_export(tmp_path: Path) -> None:
-    _needs()
+    require_class_tools()
     root = tmp_path / "class"
     with running_class(root, list(KINDS), ["teacher"]) as klass:
         done = _classroom("release", str(root), ASSIGNMENT)

@@ -9,32 +9,20 @@ solutions or the Hub's secrets, not another process's environment.
 from __future__ import annotations
 
 import json
-import shutil
-import textwrap
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from tests.classroom.running import RunningClass, running_class
+from tests.classroom.running import RunningClass, require_class_tools, running_class
+from tests.classroom.work import CHECK, HOSTILE
 
 pytest.importorskip("jupyterhub", reason="the `class` extra: pip install -e '.[class]'")
 pytestmark = [pytest.mark.slow]
 
 
-def _needs() -> None:
-    from autograder.harness.sandbox import check_bwrap
-
-    if why := check_bwrap():
-        pytest.skip(why)
-    chp = Path(__import__("sys").executable).parent.parent / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"
-    if not chp.exists() and shutil.which("configurable-http-proxy") is None:
-        pytest.skip("configurable-http-proxy is missing: scripts/setup.sh installs it with npm")
-
-
 @pytest.fixture(scope="module")
 def klass(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningClass]:
-    _needs()
+    require_class_tools()
     root = tmp_path_factory.mktemp("hub") / "class"
     with running_class(root, ["alice", "bob"], ["teacher"]) as running:
         yield running
@@ -49,31 +37,6 @@ def test_a_wrong_password_or_a_stranger_cannot_log_in(klass: RunningClass) -> No
         HubUser(klass, "mallory").login(klass.passwords["alice"])
 
 
-CHECK = textwrap.dedent(r'''
-    import math, os, gemmlab
-    from gemmlab.remote import connection
-    SRC = r"""
-    #include <cuda_fp16.h>
-    extern "C" __global__ void gemm_tiny(const half* A, const half* B, half* D, int M, int N, int K)
-    {
-      int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y * blockDim.y + threadIdx.y;
-      if (m >= M || n >= N) return;
-      float acc = 0.0f;
-      for (int k = 0; k < K; ++k) acc += __half2float(A[(size_t)m * K + k]) * __half2float(B[(size_t)n * K + k]);
-      D[(size_t)m * N + n] = __float2half(acc);
-    }
-    """
-    k = gemmlab.compile(SRC, "gemm_tiny", arch="sm_90a")
-    def gemm(A, B, D):
-        M, K = A.shape; N = B.shape[0]
-        k(A, B, D, M, N, K, grid=(math.ceil(N / 16), math.ceil(M / 16)), block=(16, 16))
-    print("token set:", "GEMMLAB_POOL_TOKEN" in os.environ, "gpu:", gemmlab.gpu.has_gpu())
-    r = gemmlab.check_gemm(gemm, shapes=[(64, 64, 32)])
-    print("passed:", r.passed)
-    print("me:", connection.current().account()["student"])
-''')
-
-
 def test_a_student_without_a_gpu_checks_through_the_pool_with_no_token(klass: RunningClass) -> None:
     alice = klass.login("alice")
     alice.start_server()
@@ -81,32 +44,6 @@ def test_a_student_without_a_gpu_checks_through_the_pool_with_no_token(klass: Ru
     assert not out["error"], out
     assert "token set: False gpu: False" in out["stdout"] and "passed: True" in out["stdout"], out
     assert "me: alice" in out["stdout"], out
-
-
-HOSTILE = textwrap.dedent(r'''
-    import glob, json, os, socket, urllib.request
-    root = {root!r}
-    tried = {{}}
-    def attempt(name, fn):
-        try:
-            tried[name] = "READ " + repr(fn())[:200]
-        except Exception as exc:
-            tried[name] = type(exc).__name__
-    attempt("bob_home", lambda: os.listdir(root + "/home/bob"))
-    attempt("bob_handins", lambda: os.listdir(root + "/handins/bob"))
-    attempt("bob_feedback", lambda: os.listdir(root + "/feedback/bob"))
-    attempt("submitted", lambda: os.listdir(root + "/course/autograder/submitted"))
-    attempt("gradebook", lambda: open(root + "/course/autograder/gradebook.db", "rb").read(16))
-    attempt("solutions", lambda: os.listdir(root + "/course/solutions"))
-    attempt("hub_dir", lambda: os.listdir(root + "/hub"))
-    attempt("accounts", lambda: open(root + "/accounts.json").read())
-    attempt("repo_solutions", lambda: os.listdir({repo!r} + "/solutions"))
-    attempt("write_release", lambda: open(root + "/exchange/{course}/outbound/x", "w"))
-    attempt("pids", lambda: [p for p in os.listdir("/proc") if p.isdigit() and int(p) > 2 and
-                             "jupyterhub" in open(f"/proc/{{p}}/cmdline").read()])
-    env = dict(os.environ)
-    print(json.dumps({{"tried": tried, "env": env, "inbound": os.listdir(root + "/exchange/{course}/inbound")}}))
-''')
 
 
 def _pool_service_token(klass: RunningClass) -> str:

@@ -9,8 +9,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.classroom.running import HubUser, RunningClass, running_class
-from tests.classroom.test_hub import _needs
+from tests.classroom.running import HubUser, RunningClass, require_class_tools, running_class
 
 pytest.importorskip("ltiauthenticator", reason="the `class` extra: pip install -e '.[class]'")
 pytest.importorskip("joserfc", reason="the `class` extra: pip install -e '.[class]'")
@@ -36,7 +35,7 @@ def klass(lms: Platform, tmp_path_factory: pytest.TempPathFactory) -> Iterator[R
     from classroom.ags import tool_key
     from classroom.settings import ClassDir
 
-    _needs()
+    require_class_tools()
     folder = tmp_path_factory.mktemp("lti")
     registration = folder / "lti.json"
     registration.write_text(json.dumps(lms.registration(COURSE)))

@@ -71,3 +71,55 @@ FORGE = textwrap.dedent(f"""
     open(os.path.join(_fake, "timestamp.txt"), "w").write("2099-01-01 00:00:00.000000 UTC")
     print(sorted(os.listdir(_inbound)))
 """)
+
+
+#: A student's check of a small GEMM kernel: compiled here, judged on the pool (no token set, no GPU here).
+CHECK = textwrap.dedent(r'''
+    import math, os, gemmlab
+    from gemmlab.remote import connection
+    SRC = r"""
+    #include <cuda_fp16.h>
+    extern "C" __global__ void gemm_tiny(const half* A, const half* B, half* D, int M, int N, int K)
+    {
+      int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y * blockDim.y + threadIdx.y;
+      if (m >= M || n >= N) return;
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k) acc += __half2float(A[(size_t)m * K + k]) * __half2float(B[(size_t)n * K + k]);
+      D[(size_t)m * N + n] = __float2half(acc);
+    }
+    """
+    k = gemmlab.compile(SRC, "gemm_tiny", arch="sm_90a")
+    def gemm(A, B, D):
+        M, K = A.shape; N = B.shape[0]
+        k(A, B, D, M, N, K, grid=(math.ceil(N / 16), math.ceil(M / 16)), block=(16, 16))
+    print("token set:", "GEMMLAB_POOL_TOKEN" in os.environ, "gpu:", gemmlab.gpu.has_gpu())
+    r = gemmlab.check_gemm(gemm, shapes=[(64, 64, 32)])
+    print("passed:", r.passed)
+    print("me:", connection.current().account()["student"])
+''')
+
+#: A hostile student's probes of the class from their kernel (format with root, course, repo).
+HOSTILE = textwrap.dedent(r'''
+    import glob, json, os, socket, urllib.request
+    root = {root!r}
+    tried = {{}}
+    def attempt(name, fn):
+        try:
+            tried[name] = "READ " + repr(fn())[:200]
+        except Exception as exc:
+            tried[name] = type(exc).__name__
+    attempt("bob_home", lambda: os.listdir(root + "/home/bob"))
+    attempt("bob_handins", lambda: os.listdir(root + "/handins/bob"))
+    attempt("bob_feedback", lambda: os.listdir(root + "/feedback/bob"))
+    attempt("submitted", lambda: os.listdir(root + "/course/autograder/submitted"))
+    attempt("gradebook", lambda: open(root + "/course/autograder/gradebook.db", "rb").read(16))
+    attempt("solutions", lambda: os.listdir(root + "/course/solutions"))
+    attempt("hub_dir", lambda: os.listdir(root + "/hub"))
+    attempt("accounts", lambda: open(root + "/accounts.json").read())
+    attempt("repo_solutions", lambda: os.listdir({repo!r} + "/solutions"))
+    attempt("write_release", lambda: open(root + "/exchange/{course}/outbound/x", "w"))
+    attempt("pids", lambda: [p for p in os.listdir("/proc") if p.isdigit() and int(p) > 2 and
+                             "jupyterhub" in open(f"/proc/{{p}}/cmdline").read()])
+    env = dict(os.environ)
+    print(json.dumps({{"tried": tried, "env": env, "inbound": os.listdir(root + "/exchange/{course}/inbound")}}))
+''')
