@@ -132,8 +132,10 @@ def _type_cell(page, cell, text: str) -> None:
 def _new_notebook_runs(page, code: str, until: str) -> str:
     """File > New > Notebook, ``code`` in its first cell, run; the cell's output once it shows ``until``."""
     _menu(page, "File", "New", "Notebook")
-    with contextlib.suppress(Exception):   # JupyterLab may ask for the kernel: take the default
-        page.locator(".jp-Dialog").get_by_role("button", name=re.compile("^Select$")).click(timeout=10_000)
+    # JupyterLab asks for the kernel (once the new notebook's session starts): take the default.
+    with contextlib.suppress(Exception):
+        page.locator(".jp-Dialog").get_by_role("button", name=re.compile("^Select$")).click(timeout=60_000)
+        page.locator(".jp-Dialog").wait_for(state="detached", timeout=UI_MS)
     cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").first
     cell.wait_for(timeout=UI_MS)
     _type_cell(page, cell, code)
