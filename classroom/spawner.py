@@ -21,13 +21,14 @@ from pathlib import Path
 from subprocess import Popen
 
 from jupyterhub.spawner import LocalProcessSpawner
+from jupyterhub.utils import random_port
 from traitlets import Unicode
 
 from autograder.harness.sandbox import GEMMLAB_DIR
 
 from .prepare import COURSE_CONFIG, prepare_user
 from .sandbox import StudentBox, bwrap_command
-from .settings import ClassDir
+from .settings import ClassDir, ClassSettings
 
 #: The variables of the Hub's environment a student's server may get (beyond JupyterHub's own JUPYTERHUB_*).
 PASSED = ("LANG", "LC_ALL", "LANGUAGE", "TZ", "CUTE_DSL_ARCH", "GEMMLAB_COMPILE_TIMEOUT", "GEMMLAB_COMPILE_JOBS")
@@ -39,20 +40,15 @@ class ClassSpawner(LocalProcessSpawner):
     class_dir = Unicode(config=True, help="The class folder (python -m classroom start made it).")
     pool_url = Unicode("", config=True, help="The GPU pool's URL as students' kernels reach it ('' = no pool).")
 
-    def _where(self) -> tuple[ClassDir, object]:
-        from .settings import ClassDir as _ClassDir
-
-        where = _ClassDir(self.class_dir)
-        settings = where.load()
-        return _ClassDir(self.class_dir, settings.course_id), settings
+    def _where(self) -> tuple[ClassDir, ClassSettings]:
+        settings = ClassDir(self.class_dir).load()
+        return ClassDir(self.class_dir, settings.course_id), settings
 
     def is_instructor(self) -> bool:
         return "instructors" in {g.name for g in self.user.groups}
 
-    def make_preexec_fn(self, name: str):   # no setuid: the sandbox decides who the server runs as
-        return None
-
     def user_env(self, env: dict[str, str]) -> dict[str, str]:
+        """USER, HOME and SHELL for a user with no system account (LocalProcessSpawner asks the system)."""
         where, _ = self._where()
         env["USER"] = self.user.name
         env["HOME"] = str(where.home(self.user.name))
@@ -75,12 +71,11 @@ class ClassSpawner(LocalProcessSpawner):
             env["JUPYTERHUB_SINGLEUSER_APP"] = "jupyter_server.serverapp.ServerApp"
         return env
 
-    async def start(self):
+    async def start(self) -> tuple[str, int]:
+        """Start the user's server (sandboxed for a student, in the course folder for an instructor); no setuid."""
         where, settings = self._where()
         home = prepare_user(where, self.user.name, self.is_instructor())
         if self.port == 0:
-            from jupyterhub.utils import random_port
-
             self.port = random_port()
         env = {**self.get_env(), **self.class_env(where)}
         command = list(self.cmd) + self.get_args()

@@ -130,12 +130,10 @@ def _type_cell(page, cell, text: str) -> None:
 
 
 def _new_notebook_runs(page, code: str, until: str) -> str:
-    """File > New > Notebook, ``code`` in its first cell, run; the cell's output once it shows ``until``."""
-    _menu(page, "File", "New", "Notebook")
-    # JupyterLab asks for the kernel (once the new notebook's session starts): take the default.
-    with contextlib.suppress(Exception):
-        page.locator(".jp-Dialog").get_by_role("button", name=re.compile("^Select$")).click(timeout=60_000)
-        page.locator(".jp-Dialog").wait_for(state="detached", timeout=UI_MS)
+    """A new notebook from the Launcher's Python card (no kernel dialog), ``code`` in its first cell, run; the
+    cell's output once it shows ``until``."""
+    _menu(page, "File", "New Launcher")
+    page.locator('.jp-LauncherCard[data-category="Notebook"]').first.click()
     cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").first
     cell.wait_for(timeout=UI_MS)
     _type_cell(page, cell, code)
