@@ -172,11 +172,21 @@ class Course:
     def record(self, result: SubmissionResult) -> None:
         """Store one result: result file, gradebook grades, autograded notebooks (all overwriting)."""
         self.results.put(result)
-        store.write_gradebook(self.db_url, result)
+        store.write_gradebook(self.db_url, result, self.handed_in_at(result.assignment, result.student))
         folder = self.autograded / result.student / result.assignment
         folder.mkdir(parents=True, exist_ok=True)
         for name, nb in result.executed.items():
             nbformat.write(nbformat.from_dict(nb), folder / name)
+
+    def handed_in_at(self, assignment: str, student: str) -> Any:
+        """When the hand-in was submitted (its ``timestamp.txt``, as nbgrader's exchange writes it), or None."""
+        from nbgrader.utils import parse_utc
+
+        try:
+            text = handin_files.read_regular(self.submitted / student / assignment / "timestamp.txt", 256)
+            return parse_utc(text.decode("utf-8").strip())
+        except (OSError, handin_files.NotAFile, ValueError, UnicodeDecodeError):
+            return None
 
     def write_feedback(self, assignment: str, student: str) -> Path | None:
         """Write the student's report of their current hand-in; None when it was not graded yet."""

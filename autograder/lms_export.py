@@ -48,15 +48,14 @@ def gradebook_scores(db_url: str, assignments: Iterable[str] | None = None) -> l
     """Every submission's score in nbgrader's gradebook at ``db_url`` (only ``assignments`` when given)."""
     from nbgrader.api import Gradebook
 
-    wanted = set(assignments) if assignments else None
-    out = []
+    from .harness.store import gradebook_scores as assignment_scores
+
     with Gradebook(db_url) as gb:
-        for a in gb.assignments:
-            if wanted is not None and a.name not in wanted:
-                continue
-            for sub in gb.assignment_submissions(a.name):
-                out.append(Score(sub.student.id, a.name, float(sub.score), float(sub.max_score)))
-    return sorted(out, key=lambda s: (s.assignment, s.student))
+        names = [a.name for a in gb.assignments]
+    wanted = set(assignments) if assignments else set(names)
+    return sorted((Score(student, name, score, max_score) for name in names if name in wanted
+                   for student, (score, max_score) in assignment_scores(db_url, name).items()),
+                  key=lambda s: (s.assignment, s.student))
 
 
 def read_people(path: str | Path | None) -> dict[str, dict[str, str]]:

@@ -29,7 +29,9 @@ import tornado.web
 
 from gemmlab.judge import JudgeError, JudgeRequest
 
+from .auth import Authenticator
 from .errors import LimitExceeded, PoolError
+from .hub_auth import HubUsers
 from .limits import UsageLedger
 from .scheduler import FairScheduler, Job, JobResult
 
@@ -42,7 +44,7 @@ BODY_READ_BYTES = 4 << 20
 class Pool:
     """What the handlers share: who may ask, their limits and usage, and the queue in front of the GPUs."""
 
-    auth: Any            #: pool.auth.Authenticator (roster tokens) or pool.hub_auth.HubUsers (JupyterHub tokens)
+    auth: Authenticator | HubUsers   #: roster tokens, or JupyterHub tokens (and roster tokens beside them)
     ledger: UsageLedger
     scheduler: FairScheduler
     backend: str = "gpu"
@@ -154,7 +156,8 @@ class HealthHandler(_Handler):
 def make_app(pool: Pool, prefix: str = "/") -> tornado.web.Application:
     """The endpoints under ``prefix`` (a Hub service is reached through the Hub's proxy at
     ``/services/<name>/``, which passes the whole path on) and under ``/`` (direct)."""
-    prefixes = sorted({"/", "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"})
+    under = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
+    prefixes = sorted({"/", under})
     return tornado.web.Application([
         (rf"{re.escape(p)}v1/{name}", handler, {"pool": pool}) for p in prefixes
         for name, handler in (("judge", JudgeHandler), ("me", MeHandler), ("health", HealthHandler))
