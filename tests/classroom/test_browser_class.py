@@ -235,9 +235,17 @@ def test_a_class_in_the_browser(klass: RunningClass, browser, shots: Path) -> No
         with step.failing(page, f"{name}-feedback"):
             _assignments(page)
             _row_button(page, "submitted_assignments_list", "Fetch Feedback").click()
+            fetched = klass.root / "home" / name / ASSIGNMENT / "feedback"
+            deadline = time.monotonic() + UI_MS / 1000
+            while not list(fetched.glob("*/*.html")) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert list(fetched.glob("*/*.html")), f"{name}'s feedback was not fetched"
+            page.locator("#refresh_assignments_list").click()
             page.locator("#submitted_assignments_list", has_text="view feedback").wait_for(timeout=UI_MS)
             step.shot(page, f"{name}-feedback-fetched")
-        assert list((klass.root / "home" / name / ASSIGNMENT / "feedback").glob("*/*.html")), name
+            page.locator("#submitted_assignments_list a", has_text="view feedback").first.click()
+            page.wait_for_timeout(3000)
+            step.shot(page, f"{name}-feedback-page")
 
     canvas = list(csv.DictReader(io.StringIO((klass.root / "grades" / "canvas.csv").read_text())))
     assert {r["SIS Login ID"]: r[ASSIGNMENT] for r in canvas[1:]} == {"alice": "3", "bob": "0", "carol": "0"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 
+from tests.gemmlab.remote.launchers import TN_SOURCE
 from tests.support import ROOT
 
 ASSIGNMENT = "02_tiled_copy"
@@ -77,18 +78,7 @@ FORGE = textwrap.dedent(f"""
 CHECK = textwrap.dedent(r'''
     import math, os, gemmlab
     from gemmlab.remote import connection
-    SRC = r"""
-    #include <cuda_fp16.h>
-    extern "C" __global__ void gemm_tiny(const half* A, const half* B, half* D, int M, int N, int K)
-    {
-      int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y * blockDim.y + threadIdx.y;
-      if (m >= M || n >= N) return;
-      float acc = 0.0f;
-      for (int k = 0; k < K; ++k) acc += __half2float(A[(size_t)m * K + k]) * __half2float(B[(size_t)n * K + k]);
-      D[(size_t)m * N + n] = __float2half(acc);
-    }
-    """
-    k = gemmlab.compile(SRC, "gemm_tiny", arch="sm_90a")
+    k = gemmlab.compile(SOURCE, "gemm_tiny", arch="sm_90a")
     def gemm(A, B, D):
         M, K = A.shape; N = B.shape[0]
         k(A, B, D, M, N, K, grid=(math.ceil(N / 16), math.ceil(M / 16)), block=(16, 16))
@@ -96,7 +86,8 @@ CHECK = textwrap.dedent(r'''
     r = gemmlab.check_gemm(gemm, shapes=[(64, 64, 32)])
     print("passed:", r.passed)
     print("me:", connection.current().account()["student"])
-''')
+''').replace("SOURCE", repr(TN_SOURCE.replace("NAME", "gemm_tiny")))
+
 
 #: A hostile student's probes of the class from their kernel (format with root, course, repo).
 HOSTILE = textwrap.dedent(r'''
