@@ -241,6 +241,10 @@ def test_a_class_in_the_browser(klass: RunningClass, browser, shots: Path) -> No
                 time.sleep(0.5)
             assert list(fetched.glob("*/*.html")), f"{name}'s feedback was not fetched"
             page.locator("#refresh_assignments_list").click()
+            if STUDENTS[name] == "hostile":   # nbgrader's list reads her inbound, forged entry and all: no link
+                page.wait_for_timeout(3000)
+                step.shot(page, f"{name}-feedback-fetched")
+                continue
             page.locator("#submitted_assignments_list", has_text="view feedback").wait_for(timeout=UI_MS)
             step.shot(page, f"{name}-feedback-fetched")
             page.locator("#submitted_assignments_list a", has_text="view feedback").first.click()
