@@ -136,6 +136,9 @@ def _new_notebook_runs(page, code: str, until: str) -> str:
     page.locator('.jp-LauncherCard[data-category="Notebook"]').first.click()
     cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").first
     cell.wait_for(timeout=UI_MS)
+    # A cell run before the new notebook's kernel is connected is not run at all: wait for it.
+    page.locator('.jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(
+        timeout=RUN_MS)
     _type_cell(page, cell, code)
     cell.locator(".cm-content").click()
     page.keyboard.press("Shift+Enter")
@@ -248,8 +251,10 @@ def test_a_class_in_the_browser(klass: RunningClass, browser, shots: Path) -> No
             page.locator("#submitted_assignments_list", has_text="view feedback").wait_for(timeout=UI_MS)
             step.shot(page, f"{name}-feedback-fetched")
             page.locator("#submitted_assignments_list a", has_text="view feedback").first.click()
-            page.wait_for_timeout(3000)
-            step.shot(page, f"{name}-feedback-page")
+            page.locator(".jp-DirListing-item", has_text=".html").first.dblclick()   # the report, in JupyterLab
+            page.locator(".jp-HTMLViewer > iframe").first.wait_for(timeout=UI_MS)
+            page.wait_for_timeout(2000)
+            step.shot(page, f"{name}-feedback-report")
 
     canvas = list(csv.DictReader(io.StringIO((klass.root / "grades" / "canvas.csv").read_text())))
     assert {r["SIS Login ID"]: r[ASSIGNMENT] for r in canvas[1:]} == {"alice": "3", "bob": "0", "carol": "0"}
