@@ -140,8 +140,14 @@ def _new_notebook_runs(page, code: str, until: str) -> str:
     page.locator('.jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(
         timeout=RUN_MS)
     _type_cell(page, cell, code)
-    cell.locator(".cm-content").click()
-    page.keyboard.press("Shift+Enter")
+    prompt = cell.locator(".jp-InputArea-prompt")
+    for _ in range(6):   # a run sent while the kernel's connection is still settling is dropped: send it again
+        cell.locator(".cm-content").click()
+        page.keyboard.press("Control+Enter")
+        with contextlib.suppress(Exception):
+            page.wait_for_function("(p) => !/^\\[ \\]:$/.test(p.textContent.trim())", arg=prompt.element_handle(),
+                                   timeout=20_000)
+            break
     output = cell.locator(".jp-OutputArea")
     page.wait_for_function("([el, word]) => el.innerText.includes(word) || el.innerText.includes('Error')",
                            arg=[output.element_handle(), until], timeout=RUN_MS)
