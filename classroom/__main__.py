@@ -13,11 +13,14 @@ Commands, in the order an instructor uses them (README's "Run a class" section):
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Sequence
+
+from pool.errors import PoolError
 
 from .settings import ClassDir, ClassError, ClassSettings, LtiSettings
 
@@ -53,13 +56,22 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _registration(path: Path) -> LtiSettings:
+    """The LMS's registration of the tool (``--lti FILE``), or a ClassError naming what is wrong with it."""
+    try:
+        return LtiSettings(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as exc:
+        raise ClassError(f"{path} is not the LMS's registration (a JSON object with issuer, client_id, authorize_url, "
+                         f"jwks_url, and optionally token_url, deployment_id, context_id): {exc}") from None
+
+
 def _settings(args: argparse.Namespace, where: ClassDir) -> ClassSettings:
     """The saved settings, updated by what this ``start`` was told."""
     from pool.roster import read_roster
 
     old = where.load() if where.settings_file.exists() else None
     students = [s.lower() for s in read_roster(args.roster)] if args.roster else (old.students if old else [])
-    lti = LtiSettings(**__import__("json").loads(args.lti.read_text())) if args.lti else (old.lti if old else None)
+    lti = _registration(args.lti) if args.lti else (old.lti if old else None)
     base = {} if old is None else {k: getattr(old, k) for k in ("course_id", "ip", "port", "auth", "pool", "pool_port",
                                                                  "pool_args", "student_memory_mb")}
     for key in ("ip", "port", "auth", "pool", "pool_port"):
@@ -156,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except ClassError as exc:
+    except (ClassError, PoolError) as exc:   # a roster the pool's reader refuses is a PoolError
         print(f"python -m classroom {args.command}: {exc}", file=sys.stderr)
         return 2
 

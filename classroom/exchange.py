@@ -27,7 +27,7 @@ from pathlib import Path
 from autograder import handin_files
 from autograder.course import Course
 
-from .settings import ClassDir
+from .settings import ClassDir, ClassError
 
 #: nbgrader's submission folder: <student>+<assignment>+<timestamp>[+<random>].
 ENTRY = re.compile(r"^(?P<student>[^+]+)\+(?P<assignment>[^+]+)\+(?P<timestamp>[^+]+)(\+[^+]+)?$")
@@ -44,7 +44,8 @@ def release(where: ClassDir, assignment: str) -> str:
     """Put ``assignment`` in the gradebook and its release in the exchange; returns what was done."""
     src = where.course / "course" / assignment
     if not src.is_dir():
-        raise FileNotFoundError(f"no release of {assignment} in {where.course / 'course'}: is it the folder's name?")
+        raise ClassError(f"no release of {assignment!r} in {where.course / 'course'}: name an assignment's folder "
+                         f"there ({', '.join(sorted(p.name for p in (where.course / 'course').iterdir() if p.is_dir()))}).")
     course(where).ensure_gradebook(assignment)
     dest = where.outbound / assignment
     tmp = where.outbound / f".{assignment}.new"
