@@ -86,12 +86,13 @@ def class_env() -> dict[str, str]:
     return env
 
 
-def prepare(root: Path, students: list[str], instructors: list[str], *extra: str) -> tuple[int, dict[str, str]]:
+def prepare(root: Path, students: list[str], instructors: list[str], *extra: str,
+            pool: str = "fake") -> tuple[int, dict[str, str]]:
     roster = root.parent / f"{root.name}-roster.csv"
     roster.write_text("id\n" + "".join(f"{s}\n" for s in students))
     port = free_port_block(4)
     args = [sys.executable, "-m", "classroom", "start", str(root), "--roster", str(roster), "--port", str(port),
-            "--pool-port", str(port + 3), "--pool", "fake", *[a for i in instructors for a in ("--instructor", i)],
+            "--pool-port", str(port + 3), "--pool", pool, *[a for i in instructors for a in ("--instructor", i)],
             *extra, "--prepare-only"]
     subprocess.run(args, check=True, cwd=ROOT, env=class_env(), capture_output=True, text=True)
     passwords = {}
@@ -101,9 +102,10 @@ def prepare(root: Path, students: list[str], instructors: list[str], *extra: str
 
 
 @contextlib.contextmanager
-def running_class(root: Path, students: list[str], instructors: list[str], *extra: str) -> Iterator[RunningClass]:
-    """The class's Hub (and its pool, with the fake judge) until the block ends."""
-    port, passwords = prepare(root, students, instructors, *extra)
+def running_class(root: Path, students: list[str], instructors: list[str], *extra: str,
+                  pool: str = "fake") -> Iterator[RunningClass]:
+    """The class's Hub (and its pool: the fake judge, or ``pool="gpu"``: this host's GPUs) until the block ends."""
+    port, passwords = prepare(root, students, instructors, *extra, pool=pool)
     log = root.parent / f"{root.name}-hub.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "classroom", "start", str(root)], cwd=ROOT, env=class_env(),

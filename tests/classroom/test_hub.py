@@ -77,3 +77,15 @@ def test_a_hostile_student_reaches_nothing_of_anyone_else(klass: RunningClass) -
     secrets.add(_pool_service_token(klass))
     assert not secrets & set(seen["env"].values()), "a Hub secret is in the student's environment"
     assert seen["env"]["JUPYTERHUB_USER"] == "alice" and seen["env"]["GEMMLAB_HIDE_GPU"] == "1"
+
+
+@pytest.mark.gpu
+def test_a_student_without_a_gpu_checks_on_the_classs_gpu(tmp_path) -> None:
+    """The same check with the pool on this host's GPU (sandboxed judges): the student's sandbox sees no GPU."""
+    require_class_tools()
+    with running_class(tmp_path / "class", ["alice"], ["teacher"], pool="gpu") as klass:
+        alice = klass.login("alice")
+        alice.start_server()
+        out = alice.run(CHECK, timeout=600)
+        assert not out["error"], out
+        assert "token set: False gpu: False" in out["stdout"] and "passed: True" in out["stdout"], out
