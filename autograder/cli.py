@@ -86,6 +86,14 @@ def cmd_feedback(course: Course, args: argparse.Namespace) -> int:
 
 
 def cmd_export(course: Course, args: argparse.Namespace) -> int:
+    if getattr(args, "format", "csv") != "csv":   # an LMS's gradebook import file (autograder/lms_export.py)
+        from . import lms_export
+
+        scores = [s for s in lms_export.gradebook_scores(course.db_url)
+                  if not args.student or s.student in args.student]
+        Path(args.out).write_text(lms_export.export(args.format, scores, lms_export.read_people(args.people)))
+        print(f"wrote {len({s.student for s in scores})} students' grades for {args.format} to {args.out}")
+        return 0
     n = course.export_grades(Path(args.out), args.student)
     print(f"wrote {n} grades to {args.out}")
     return 0
@@ -137,9 +145,12 @@ def parser() -> argparse.ArgumentParser:
     q = sub.add_parser("feedback", help="write each student's HTML report")
     q.add_argument("assignment")
     q.add_argument("--student", action="append")
-    q = sub.add_parser("export", help="grades from the gradebook as CSV")
+    q = sub.add_parser("export", help="grades from the gradebook as CSV (or an LMS's import file)")
     q.add_argument("--out", default="grades.csv")
     q.add_argument("--student", action="append", help="only this student (repeatable)")
+    q.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv",
+                   help="canvas/moodle: the LMS's gradebook import file (autograder/lms_export.py)")
+    q.add_argument("--people", type=Path, help="Hub name -> LMS identity (classroom writes it from LTI launches)")
     q = sub.add_parser("grade", help="collect (with --from), autograde, feedback and export in one go")
     q.add_argument("assignment")
     q.add_argument("--from", dest="source", type=Path)

@@ -181,12 +181,23 @@ class Course:
         the run's report does not know of; the result file, which marks the attempt as graded, comes last."""
         result = result.writable()
         notebooks = {name: nbformat.writes(nbformat.from_dict(nb)) for name, nb in result.executed.items()}
+        handed_in = self.handed_in_at(result.assignment, result.student)
         folder = self.autograded / result.student / result.assignment
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in notebooks.items():
             (folder / Path(name).name).write_text(text, encoding="utf-8")
-        store.write_gradebook(self.db_url, result)
+        store.write_gradebook(self.db_url, result, handed_in)
         self.results.put(result)
+
+    def handed_in_at(self, assignment: str, student: str) -> Any:
+        """When the hand-in was submitted (its ``timestamp.txt``, as nbgrader's exchange writes it), or None."""
+        from nbgrader.utils import parse_utc
+
+        try:
+            text = handin_files.read_regular(self.submitted / student / assignment / "timestamp.txt", 256)
+            return parse_utc(text.decode("utf-8").strip())
+        except (OSError, handin_files.NotAFile, ValueError, OverflowError, UnicodeDecodeError):
+            return None
 
     def write_feedback(self, assignment: str, student: str) -> Path | None:
         """Write the student's report of their current hand-in; None when it was not graded yet."""

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from .auth import Authenticator
 from .errors import PoolError
+from .hub_auth import HubUsers, hub_auth_from_env
 from .limits import StudentLimits, UsageLedger
 from .roster import read_roster
 from .scheduler import DEFAULT_SLOTS_PER_GPU, Executor, FairScheduler
@@ -29,7 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     tokens.add_argument("--store", type=Path, help="the server's hashes (default: ROSTER.tokens.json beside it)")
 
     serve = sub.add_parser("serve", help="run the HTTP service in front of the GPUs")
-    serve.add_argument("--roster", type=Path, required=True)
+    serve.add_argument("--roster", type=Path, help="students with pool tokens (required without --hub)")
+    serve.add_argument("--hub", action="store_true",
+                       help="serve the JupyterHub's users by their Hub tokens (run as a Hub service: pool/README.md)")
     serve.add_argument("--store", type=Path, help="the token hashes (default: ROSTER.tokens.json beside it)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765)
@@ -93,17 +96,27 @@ def _executor(args: argparse.Namespace) -> Executor:
                        count, init)
 
 
+def _authenticator(args: argparse.Namespace) -> Authenticator | HubUsers:
+    if args.roster is None and not args.hub:
+        raise PoolError("say who may use the pool: --roster roster.csv (tokens) or --hub (the JupyterHub's users).")
+    roster = Authenticator(args.roster, args.store or default_store_path(args.roster)) if args.roster else None
+    return HubUsers(hub_auth_from_env(), roster) if args.hub else roster
+
+
 def serve(args: argparse.Namespace) -> int:
+    import os
+
     from .service import Pool, serve_forever
 
-    store = args.store or default_store_path(args.roster)
-    auth = Authenticator(args.roster, store)
+    auth = _authenticator(args)
     limits = StudentLimits(args.concurrent_jobs, args.gpu_seconds_per_hour, profiles_per_hour=args.profiles_per_hour)
     executor = _executor(args)
     scheduler = FairScheduler(executor, args.slots_per_gpu, args.job_timeout)
-    print(f"pool: {len(auth.students())} students, GPUs: {', '.join(scheduler.labels)}; "
-          f"serving http://{args.host}:{args.port}/v1/ (Ctrl-C stops)", flush=True)
-    serve_forever(Pool(auth, UsageLedger(limits), scheduler, args.backend), args.host, args.port)
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/") if args.hub else "/"
+    who = f"{len(auth.students())} roster students" + (" and the Hub's users" if args.hub else "")
+    print(f"pool: {who}, GPUs: {', '.join(scheduler.labels)}; "
+          f"serving http://{args.host}:{args.port}{prefix}v1/ (Ctrl-C stops)", flush=True)
+    serve_forever(Pool(auth, UsageLedger(limits), scheduler, args.backend), args.host, args.port, prefix)
     return 0
 
 

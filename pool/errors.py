@@ -30,8 +30,14 @@ class RequestTooLarge(PoolError):
     status = 413
 
 
+class Unavailable(PoolError):
+    """Something the pool depends on (the JupyterHub that vouches for students) did not answer."""
+
+    status = 503
+
+
 class RosterError(PoolError):
     """The roster or the token store cannot be read (the instructor's side, at start-up or reload)."""
 
 
-__all__ = ["AuthError", "LimitExceeded", "PoolError", "RequestTooLarge", "RosterError"]
+__all__ = ["AuthError", "LimitExceeded", "PoolError", "RequestTooLarge", "RosterError", "Unavailable"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import threading
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from gemmlab.judge import JudgeError, JudgeRequest
 
 from .auth import Authenticator
 from .errors import LimitExceeded, PoolError
+from .hub_auth import HubUsers
 from .limits import UsageLedger
 from .scheduler import FairScheduler, Job, JobResult
 
@@ -42,7 +44,7 @@ BODY_READ_BYTES = 4 << 20
 class Pool:
     """What the handlers share: who may ask, their limits and usage, and the queue in front of the GPUs."""
 
-    auth: Authenticator
+    auth: Authenticator | HubUsers   #: roster tokens, or JupyterHub tokens (and roster tokens beside them)
     ledger: UsageLedger
     scheduler: FairScheduler
     backend: str = "gpu"
@@ -75,6 +77,11 @@ class _Handler(tornado.web.RequestHandler):
             self.set_header("WWW-Authenticate", 'Bearer realm="gemmlab pool"')
         self.reply(exc.status, body)
 
+    async def grant(self) -> Any:
+        """Who is asking (a pool.tokens.Grant), asked in a thread: a Hub login is checked with a call to the Hub."""
+        header = self.request.headers.get("Authorization")
+        return await asyncio.get_running_loop().run_in_executor(None, self.pool.auth.authenticate, header)
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         reason = {404: "no such endpoint: the pool serves POST /v1/judge, GET /v1/me and GET /v1/health.",
                   405: "this endpoint does not take that method."}.get(status_code, self._reason)
@@ -95,7 +102,7 @@ class JudgeHandler(_Handler):
     async def post(self) -> None:
         pool = self.pool
         try:
-            grant = pool.auth.authenticate(self.request.headers.get("Authorization"))
+            grant = await self.grant()
             pool.ledger.limits.check_size(len(self.request.body))
             try:
                 request = JudgeRequest.from_json(self.request.body)
@@ -130,9 +137,9 @@ class JudgeHandler(_Handler):
 
 
 class MeHandler(_Handler):
-    def get(self) -> None:
+    async def get(self) -> None:
         try:
-            grant = self.pool.auth.authenticate(self.request.headers.get("Authorization"))
+            grant = await self.grant()
         except PoolError as exc:
             self.fail(exc)
             return
@@ -146,19 +153,22 @@ class HealthHandler(_Handler):
                          "gpus": self.pool.scheduler.labels, **self.pool.scheduler.stats()})
 
 
-def make_app(pool: Pool) -> tornado.web.Application:
+def make_app(pool: Pool, prefix: str = "/") -> tornado.web.Application:
+    """The endpoints under ``prefix`` (a Hub service is reached through the Hub's proxy at
+    ``/services/<name>/``, which passes the whole path on) and under ``/`` (direct)."""
+    under = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
+    prefixes = sorted({"/", under})
     return tornado.web.Application([
-        (r"/v1/judge", JudgeHandler, {"pool": pool}),
-        (r"/v1/me", MeHandler, {"pool": pool}),
-        (r"/v1/health", HealthHandler, {"pool": pool}),
+        (rf"{re.escape(p)}v1/{name}", handler, {"pool": pool}) for p in prefixes
+        for name, handler in (("judge", JudgeHandler), ("me", MeHandler), ("health", HealthHandler))
     ], default_handler_class=NotFoundHandler, default_handler_args={"pool": pool})
 
 
 class RunningService:
     """The service on its own thread and event loop (tests, benchmarks); ``url`` is where it listens."""
 
-    def __init__(self, pool: Pool, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.pool = pool
+    def __init__(self, pool: Pool, host: str = "127.0.0.1", port: int = 0, prefix: str = "/") -> None:
+        self.pool, self.prefix = pool, prefix
         sockets = tornado.netutil.bind_sockets(port, host)
         self.port = sockets[0].getsockname()[1]
         self.url = f"http://{host}:{self.port}"
@@ -170,7 +180,7 @@ class RunningService:
 
     def _serve(self, sockets: list[Any]) -> None:
         asyncio.set_event_loop(self._loop)
-        self._server = tornado.httpserver.HTTPServer(make_app(self.pool), max_body_size=BODY_READ_BYTES)
+        self._server = tornado.httpserver.HTTPServer(make_app(self.pool, self.prefix), max_body_size=BODY_READ_BYTES)
         self._server.add_sockets(sockets)
         self._ready.set()
         self._loop.run_forever()
@@ -189,10 +199,10 @@ class RunningService:
         self.stop()
 
 
-def serve_forever(pool: Pool, host: str, port: int) -> None:
+def serve_forever(pool: Pool, host: str, port: int, prefix: str = "/") -> None:
     """Serve on ``host:port`` until SIGINT or SIGTERM (``python -m pool serve``); running judges finish first."""
     async def main() -> None:
-        server = tornado.httpserver.HTTPServer(make_app(pool), max_body_size=BODY_READ_BYTES)
+        server = tornado.httpserver.HTTPServer(make_app(pool, prefix), max_body_size=BODY_READ_BYTES)
         server.listen(port, address=host)
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):

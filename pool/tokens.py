@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import os
 import re
 import secrets
@@ -54,11 +55,11 @@ class Grant:
     """Who a valid token belongs to, and until when it is valid."""
 
     student: str
-    expires: float
+    expires: float   #: math.inf for a Hub user (pool.hub_auth): valid while the Hub says so
 
     @property
     def expires_text(self) -> str:
-        return _iso(self.expires)
+        return "when your JupyterHub login ends" if math.isinf(self.expires) else _iso(self.expires)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ PYTHON="${PYTHON:-python3}"
 PY=.venv/bin/python
 STAMP=.venv/.gemmlab-setup-stamp
 LOG=.venv/setup.log
-EXTRAS="test,grade"
+EXTRAS="test,grade,class"
 
 # The hash the stamp holds: what decides whether the install is current.
 install_hash() {
@@ -76,6 +76,16 @@ else
   install_hash > "$STAMP"
 fi
 
+# The class's JupyterHub (python -m classroom) routes through configurable-http-proxy, a Node.js program from
+# npm: installed into .venv/chp, where classroom/jupyterhub_config.py looks for it.
+if [ ! -x .venv/chp/node_modules/.bin/configurable-http-proxy ]; then
+  if command -v npm >/dev/null 2>&1; then
+    npm install --silent --no-audit --no-fund --prefix .venv/chp configurable-http-proxy@5 >/dev/null \
+      || echo "could not install configurable-http-proxy with npm: the class tests will skip" >&2
+  else
+    echo "note: no npm here; python -m classroom needs configurable-http-proxy (npm install -g configurable-http-proxy)" >&2
+  fi
+fi
 # The grader sandboxes submissions with bubblewrap: install it where we may (root, apt).
 if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q bubblewrap >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; } \

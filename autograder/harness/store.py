@@ -62,8 +62,11 @@ class ResultStore:
         return sorted(p.stem for p in folder.glob("*.json")) if folder.exists() else []
 
 
-def write_gradebook(db_url: str, result: SubmissionResult) -> None:
-    """Set every autograded score of ``result`` in nbgrader's gradebook (overwriting, never adding)."""
+def write_gradebook(db_url: str, result: SubmissionResult, timestamp: Any = None) -> None:
+    """Set every autograded score of ``result`` in nbgrader's gradebook (overwriting, never adding).
+
+    ``timestamp`` (a datetime): when the graded hand-in was submitted; the formgrader shows a submission as
+    autograded only when the gradebook's time equals its ``timestamp.txt``."""
     import warnings
 
     from nbgrader.api import Gradebook
@@ -71,7 +74,8 @@ def write_gradebook(db_url: str, result: SubmissionResult) -> None:
     with Gradebook(db_url) as gb, warnings.catch_warnings():
         warnings.simplefilter("ignore")   # SQLAlchemy's autoflush notes from inside nbgrader
         gb.update_or_create_student(result.student)
-        gb.update_or_create_submission(result.assignment, result.student)
+        gb.update_or_create_submission(result.assignment, result.student,
+                                       **({"timestamp": timestamp} if timestamp is not None else {}))
         for cell in result.cells:
             notebook = Path(cell.notebook).stem
             grade = gb.find_grade(cell.grade_id, notebook, result.assignment, result.student)

@@ -2,7 +2,10 @@
 
 Why one setting: a student without a GPU connects once (``gemmlab.connect(url, token)``, or
 ``GEMMLAB_POOL`` and ``GEMMLAB_POOL_TOKEN`` in the environment) and every ``check_gemm`` and
-``bench_gemm`` then runs on the class's GPU pool; nothing else in the notebook changes. A machine
+``bench_gemm`` then runs on the class's GPU pool; nothing else in the notebook changes. In a class's
+JupyterLab started by JupyterHub (classroom/), ``GEMMLAB_POOL`` is set for the student and the token is
+the Hub's own token of their server (``JUPYTERHUB_API_TOKEN``), which the pool checks with the Hub:
+there is no token to copy. A machine
 with a usable GPU keeps using its own, and without a connection everything runs as before.
 """
 from __future__ import annotations
@@ -25,6 +28,8 @@ from .transport import PoolReply, checked_url, exchange, post_judge
 #: The pool's URL and the student's token, read when no explicit connection was made.
 URL_ENV = "GEMMLAB_POOL"
 TOKEN_ENV = "GEMMLAB_POOL_TOKEN"
+#: The token JupyterHub gives each student's server; used when no pool token is set (a Hub-served pool).
+HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 #: Seconds a request may take, queueing included, before the client gives up.
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -91,15 +96,21 @@ def connect(url: str | None = None, token: str | None = None, timeout_s: float =
     """
     global _connected, _disconnected
     url = os.environ.get(URL_ENV, "") if url is None else url
-    token = os.environ.get(TOKEN_ENV, "") if token is None else token
+    token = _env_token() if token is None else token
     if not token:
-        raise PoolAuthError(f"no pool token: pass it, gemmlab.connect(url, token), or set {TOKEN_ENV}.")
+        raise PoolAuthError(f"no pool token: pass it, gemmlab.connect(url, token), or set {TOKEN_ENV} (in the "
+                            "class's JupyterHub none is needed).")
     pool = Pool(url, token, timeout_s)
     if verify:
         pool.account()
     with _LOCK:
         _connected, _disconnected = pool, False
     return pool
+
+
+def _env_token() -> str:
+    """The pool token of the environment: ``GEMMLAB_POOL_TOKEN``, else the JupyterHub server's own token."""
+    return os.environ.get(TOKEN_ENV, "").strip() or os.environ.get(HUB_TOKEN_ENV, "").strip()
 
 
 def disconnect() -> None:
@@ -115,7 +126,7 @@ def current() -> Pool | None:
     with _LOCK:
         if _connected is not None or _disconnected:
             return _connected
-        url, token = os.environ.get(URL_ENV, ""), os.environ.get(TOKEN_ENV, "")
+        url, token = os.environ.get(URL_ENV, ""), _env_token()
         if not url:
             return None
         if not token:
@@ -135,4 +146,4 @@ def pool_for_work() -> Pool | None:
     return None if has_gpu() or grading_mode() else current()
 
 
-__all__ = ["DEFAULT_TIMEOUT_S", "Pool", "TOKEN_ENV", "URL_ENV", "connect", "current", "disconnect", "pool_for_work"]
+__all__ = ["DEFAULT_TIMEOUT_S", "HUB_TOKEN_ENV", "Pool", "TOKEN_ENV", "URL_ENV", "connect", "current", "disconnect", "pool_for_work"]

@@ -39,6 +39,7 @@ import nbformat
 import pytest
 
 from tests.support import ROOT
+from tests.support.browser import require_browser
 ASSIGNMENT = "01_layouts_and_partitioning"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 STUDENT = "alice"
@@ -57,40 +58,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 # --------------------------------------------------------------------------- environment
-
-def _chromium() -> str | None:
-    """Debian's Chromium (or $GEMMLAB_CHROMIUM); never a Playwright download."""
-    candidates = [os.environ.get("GEMMLAB_CHROMIUM"), "/usr/lib/chromium/chromium-headless-shell",
-                  "/usr/lib/chromium/chromium", shutil.which("chromium"), shutil.which("chromium-browser")]
-    for c in candidates:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
-
-
-def _setup_could_install() -> bool:
-    """scripts/test.sh installs Chromium where it runs as root on Debian with apt-get (as CI does)."""
-    try:
-        debian = "ID=debian" in Path("/etc/os-release").read_text().splitlines()
-    except OSError:
-        debian = False
-    return debian and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get") is not None
-
-
-def _require_browser() -> str:
-    exe = _chromium()
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        pytest.fail("playwright is missing: it is in the `test` extra; run `bash scripts/setup.sh`")
-    if exe is None:
-        msg = ("no Chromium found: `apt-get install -y chromium` (Debian; scripts/setup.sh does it as root) "
-               "or set GEMMLAB_CHROMIUM to a Chromium binary")
-        if _setup_could_install() or os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return exe
-
 
 def _artifacts() -> Path:
     base = Path(os.environ.get("GEMMLAB_ARTIFACTS") or ROOT / "test-artifacts")
@@ -139,7 +106,7 @@ def _nbgrader(course: Path, *args: str) -> None:
 @pytest.fixture(scope="module")
 def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A course folder with notebook 01 released, a student copy and an autograded submission."""
-    _require_browser()
+    require_browser()
     _clear_artifacts()
     root = tmp_path_factory.mktemp("browser-course")
     (root / "nbgrader_config.py").write_text(
@@ -251,7 +218,7 @@ def browser(course: dict):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=_require_browser(), headless=True)
+        b = p.chromium.launch(executable_path=require_browser(), headless=True)
         yield b
         b.close()
 

@@ -28,13 +28,13 @@ def fake_judges() -> LocalExecutor:
 
 @pytest.fixture
 def start(klass: Klass) -> Iterator[Callable[..., RunningService]]:
-    """``start(executor=None, slots=2, job_timeout_s=30, **limits)``: the service on 127.0.0.1 and a free port."""
+    """``start(executor=None, slots=2, job_timeout_s=30, prefix="/", **limits)``: the service on 127.0.0.1 and a free port."""
     with contextlib.ExitStack() as stack:
-        def run(executor: Executor | None = None, slots: int = 2, job_timeout_s: float = 30.0,
+        def run(executor: Executor | None = None, slots: int = 2, job_timeout_s: float = 30.0, prefix: str = "/",
                 **limits: Any) -> RunningService:
             scheduler = FairScheduler(executor or fake_judges(), slots, job_timeout_s)
             pool = Pool(Authenticator(klass.roster, klass.store), UsageLedger(StudentLimits(**limits)), scheduler,
                         "fake")
-            return stack.enter_context(RunningService(pool))
+            return stack.enter_context(RunningService(pool, prefix=prefix))
 
         yield run

@@ -13,6 +13,7 @@ def fresh_connection(no_gpu: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     """A machine without a GPU that is connected to no pool (neither by gemmlab.connect nor by its environment)."""
     monkeypatch.delenv(connection.URL_ENV, raising=False)
     monkeypatch.delenv(connection.TOKEN_ENV, raising=False)
+    monkeypatch.delenv(connection.HUB_TOKEN_ENV, raising=False)
     monkeypatch.setattr(connection, "_connected", None)
     monkeypatch.setattr(connection, "_disconnected", False)
     yield

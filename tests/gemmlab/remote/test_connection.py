@@ -171,6 +171,17 @@ def test_the_environment_connects_and_disconnect_turns_it_off(pool: FakePool, mo
         gemmlab.bench_gemm(tn_launcher(tn_kernel()), shape=(16, 16, 16))
 
 
+def test_in_a_hub_server_the_hub_token_is_the_pool_token(pool: FakePool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """classroom/ sets GEMMLAB_POOL for every student; their server's JUPYTERHUB_API_TOKEN goes with it."""
+    monkeypatch.setenv(connection.URL_ENV, pool.url)
+    monkeypatch.setenv(connection.HUB_TOKEN_ENV, "good")
+    assert gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)]).passed
+    assert len(pool.requests) == 1   # the fake pool judges only the token "good"
+    monkeypatch.setenv(connection.TOKEN_ENV, "mine")   # a pool token set by hand wins over the Hub's
+    with pytest.raises(PoolAuthError):
+        gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])
+
+
 def test_without_a_connection_nothing_is_sent(pool: FakePool) -> None:
     with pytest.raises(gemmlab.NoGPUError):
         gemmlab.check_gemm(tn_launcher(tn_kernel()), shapes=[(16, 16, 16)])

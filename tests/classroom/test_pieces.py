@@ -1,0 +1,89 @@
+"""The class's pieces without a Hub: settings, passwords, the sandbox's command, collecting and feedback names."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from classroom.accounts import Accounts
+from classroom.exchange import collect, feedback_name
+from classroom.prepare import prepare_class, prepare_user
+from classroom.sandbox import StudentBox, bwrap_command
+from classroom.settings import ClassDir, ClassError, ClassSettings
+
+
+def test_settings_refuse_what_the_hub_or_the_folders_would_not_take() -> None:
+    with pytest.raises(ClassError, match="not usable on the Hub"):
+        ClassSettings(students=["Alice Smith"], instructors=["t"])
+    with pytest.raises(ClassError, match="both a student and an instructor"):
+        ClassSettings(students=["ann"], instructors=["ann"])
+    with pytest.raises(ClassError, match="at least one instructor"):
+        ClassSettings(students=["ann"], instructors=[])
+    with pytest.raises(ClassError, match="registration"):
+        ClassSettings(students=[], instructors=[], auth="lti")
+    s = ClassSettings(students=["ann"], instructors=["tom"], pool="fake")
+    assert ClassSettings.from_dict(json.loads(s.to_json())) == s
+
+
+def test_passwords_verify_only_for_their_user_and_can_be_replaced() -> None:
+    accounts = Accounts()
+    first = accounts.issue(["ann", "bo"])
+    assert accounts.verify("ann", first["ann"]) and not accounts.verify("bo", first["ann"])
+    assert not accounts.verify("eve", first["ann"]) and not accounts.verify("ann", "")
+    again = accounts.issue(["ann"])
+    assert not accounts.verify("ann", first["ann"]) and accounts.verify("ann", again["ann"])
+    accounts.keep_only(["bo"])
+    assert not accounts.verify("ann", again["ann"]) and accounts.verify("bo", first["bo"])
+
+
+def test_a_students_sandbox_binds_their_folders_and_no_one_elses(tmp_path: Path) -> None:
+    where = ClassDir(tmp_path / "class")
+    settings = ClassSettings(students=["ann", "bo"], instructors=["tom"])
+    prepare_class(where, settings)
+    home = prepare_user(where, "ann", False)
+    prepare_user(where, "bo", False)
+    box = StudentBox(home, rw={str(where.inbound): str(where.handins("ann"))},
+                     ro={str(where.outbound): str(where.outbound), str(where.exchange_feedback): str(where.feedback("ann"))},
+                     env={"JUPYTERHUB_USER": "ann"})
+    cmd = bwrap_command(box, ["jupyterhub-singleuser"])
+    text = " ".join(cmd)
+    assert "/bo" not in text and str(where.course) not in text and str(where.hub) not in text
+    assert ["--bind", str(where.handins("ann")), str(where.inbound)] == cmd[cmd.index(str(where.handins("ann"))) - 1:
+                                                                          cmd.index(str(where.handins("ann"))) + 2]
+    assert "--clearenv" in cmd and "--unshare-pid" in cmd and cmd[-1] == "jupyterhub-singleuser"
+    assert not any(a.startswith("/dev/nvidia") for a in cmd)
+    assert os.stat(where.hub).st_mode & 0o777 == 0o700 and os.stat(where.course).st_mode & 0o777 == 0o700
+
+
+def _handin(folder: Path, name: str, notebook: str = "{}", secret: str = "s3") -> Path:
+    entry = folder / name
+    entry.mkdir(parents=True)
+    (entry / "02_tiled_copy.ipynb").write_text(notebook)
+    (entry / "timestamp.txt").write_text(name.split("+")[2])
+    (entry / "submission_secret.txt").write_text(secret)
+    return entry
+
+
+def test_collect_takes_each_students_newest_regular_files_as_the_folder_owners(tmp_path: Path) -> None:
+    where = ClassDir(tmp_path / "class")
+    prepare_class(where, ClassSettings(students=["ann", "bo"], instructors=["tom"]))
+    _handin(where.handins("ann"), "ann+02_tiled_copy+2026-01-01 10:00:00.000000 UTC+a", '{"old": 1}')
+    _handin(where.handins("ann"), "ann+02_tiled_copy+2026-01-02 10:00:00.000000 UTC+b", '{"new": 1}')
+    _handin(where.handins("bo"), "ann+02_tiled_copy+2026-01-03 10:00:00.000000 UTC+c", '{"bo": 1}')   # bo, posing
+    link = where.handins("bo") / "bo+02_tiled_copy+2099-01-01 00:00:00.000000 UTC+d"
+    link.symlink_to(where.course / "solutions" / "02_tiled_copy")
+    report = collect(where, "02_tiled_copy")
+    assert report.collected == ["ann", "bo"]
+    submitted = where.course / "autograder" / "submitted"
+    assert json.loads((submitted / "ann" / "02_tiled_copy" / "02_tiled_copy.ipynb").read_text()) == {"new": 1}
+    assert json.loads((submitted / "bo" / "02_tiled_copy" / "02_tiled_copy.ipynb").read_text()) == {"bo": 1}
+    assert any("names 'ann'; it is bo's" in n for n in report.notes)
+    assert any("not a folder (a link?)" in n for n in report.notes)
+
+
+def test_feedback_names_are_the_ones_nbgraders_fetch_feedback_computes() -> None:
+    from nbgrader.utils import notebook_hash
+
+    assert feedback_name("abc", "02_tiled_copy.ipynb") == notebook_hash(secret="abc", notebook_id="02_tiled_copy") + ".html"
