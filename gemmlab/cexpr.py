@@ -131,7 +131,7 @@ def evaluate(expr: str, **variables: object) -> np.ndarray:
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _NAME = r"[A-Za-z_]\w*"
-_DECLARATION = re.compile(rf"(?:const\s+)?int\s+(.+)", re.S)
+_DECLARATION = re.compile(r"(?:const\s+)?int\s+(.+)", re.S)
 _ASSIGNMENT = re.compile(rf"({_NAME})\s*([-+*/%]?=)\s*(.+)", re.S)
 _RETURN = re.compile(r"return\s+(.+)", re.S)
 _PAIR = re.compile(r"make_int2\s*\((.*)\)", re.S)

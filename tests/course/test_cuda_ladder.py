@@ -154,3 +154,28 @@ def test_benchmark_loads_the_rung_with_its_declared_checks(bench, rung):
         cfg = ns["WMMA_CONFIG"]
         assert all(m % cfg["BM"] == 0 and n % cfg["BN"] == 0 and k % cfg["BK"] == 0 for m, n, k in shapes)
     assert fn.build("sm_90a").ptx
+
+
+def test_recorded_ratios_are_the_benchmark_rows_they_cite():
+    """The chart's RECORDED table (shown without a GPU) holds benchmarks/solutions_best.json's 4096^3 rows of each
+    rung on each GPU, with their dates: no number in it that the benchmark did not measure."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ns: dict = {"np": np, "plt": plt, "show": plt.close}
+    exec(cell_by_grade_id("chart"), ns)          # draws the recorded chart: it must draw without a GPU
+    best = json.loads((ROOT / "benchmarks" / "solutions_best.json").read_text())["devices"]
+    kernels = dict(zip(ns["RUNGS"], RUNGS))
+    shown = 0
+    for gpu, rows in ns["RECORDED"].items():
+        for label, (ratio, tflops, cublas, date) in rows.items():
+            row = best[gpu][kernels[label]]["4096x4096x4096 float16"]
+            assert (ratio, tflops, cublas, date) == (row["ratio"], row["tflops"], row["cublas_tflops"], row["date"]), (gpu, label)
+            shown += 1
+    assert set(ns["RECORDED"]["NVIDIA H100 80GB HBM3"]) == set(ns["RUNGS"]), "every rung has its H100 ratio"
+    assert shown == sum(1 for gpu in best for k in best[gpu] if k in RUNGS and "4096x4096x4096 float16" in best[gpu][k])

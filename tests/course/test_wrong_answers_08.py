@@ -10,39 +10,14 @@ written so the CPU cannot read it) is in tests/course/test_gpu_cuda_ladder.py.
 """
 from __future__ import annotations
 
-import random
-import tempfile
-from pathlib import Path
-
 import matplotlib
 import nbformat
 import pytest
 
 from tests.support import ROOT
-from tests.support.graded_cells import cells_by_grade_id, python
+from tests.support.notebook08 import CELLS, CONTEXT, NB, edit, graded, swizzle_body
 
 matplotlib.use("Agg")
-NB = "08_cuda_ladder"
-BASE = ["setup", "launcher", "chart", "check_helpers"]
-WMMA = BASE + ["wmma_common", "aligned_shapes"]
-RING = WMMA + ["pipe_src", "ring_checks"]
-#: graded cell -> the cells it runs after, in notebook order (the answer cells among them).
-CONTEXT = {
-    "test_naive_slow": BASE + ["naive_src"],
-    "test_smem_slow": BASE + ["smem_src"],
-    "test_wmma_slow": WMMA + ["wmma_src"],
-    "test_dbuf_slow": RING,
-    "test_row_addresses": ["setup", "row_addresses", "row_addresses_helpers"],
-    "test_swizzle_slow": RING + ["swizzle_src", "swizzle_order_checks"],
-    "test_swizzle_order": RING + ["swizzle_src", "swizzle_order_checks"],
-    "test_swizzle_bug_rule": ["setup", "tutorial_order", "swizzle_bug_checks", "swizzle_bug_rule"],
-    "test_swizzle_bug_fix": ["setup", "tutorial_order", "swizzle_bug_checks", "swizzle_bug_fix"],
-    "test_any_slow": RING + ["swizzle_src", "any_src", "any_helpers"],
-    "test_any_speed_slow": RING + ["swizzle_src", "any_src", "any_helpers", "any_bar_measure_slow"],
-}
-CELLS = cells_by_grade_id(NB)
-
-
 @pytest.fixture(scope="module", autouse=True)
 def hidden_gpu():
     """gemmlab sees no GPU while this module's notebook cells run (only these tests, never the session)."""
@@ -53,42 +28,6 @@ def hidden_gpu():
         gpu_module.refresh()
         yield
     gpu_module.refresh()
-
-
-def edit(grade_id: str, old: str, new: str) -> str:
-    """The solution cell ``grade_id`` with ``old`` (there exactly once) replaced by ``new``."""
-    source = CELLS[grade_id]
-    assert source.count(old) == 1, f"{grade_id} no longer holds {old[:60]!r} once: update the wrong answer"
-    return source.replace(old, new)
-
-
-def graded(test: str, answers: dict[str, str] | None = None) -> str:
-    """Run ``test`` after its context, answer cells replaced by ``answers``; return what it printed.
-    An answer cell that raises (the release's Python placeholder) is run as nbgrader runs it: the error
-    stays in that cell and the cells after it still run."""
-    import contextlib
-    import io
-
-    answers = answers or {}
-    random.seed(0)
-    ns: dict = {"__name__": "notebook_08"}
-    out = io.StringIO()
-    folder = Path(tempfile.mkdtemp(prefix="gemmlab-08-wrong-"))
-
-    def run(gid: str, source: str) -> None:
-        path = folder / f"{gid}.py"      # from a file, as IPython keeps cells: inspect reads a function's source
-        path.write_text(python(source))
-        exec(compile(path.read_text(), str(path), "exec"), ns)
-
-    with contextlib.redirect_stdout(out):
-        for gid in CONTEXT[test]:
-            try:
-                run(gid, answers.get(gid, CELLS[gid]))
-            except NotImplementedError:
-                if gid not in answers:
-                    raise
-        run(test, CELLS[test])
-    return out.getvalue()
 
 
 def fails(test: str, answers: dict[str, str], *messages: str) -> None:
@@ -288,12 +227,6 @@ ORDER_WRONG = {
     return make_int2(in_band / cols, first_n + in_band % cols);
 """,
 }
-
-
-def swizzle_body(new: str) -> str:
-    source = CELLS["swizzle_src"]
-    start = source.index("    // ### BEGIN SOLUTION\n") + len("    // ### BEGIN SOLUTION\n")
-    return source[:start] + new + source[source.index("    // ### END SOLUTION"):]
 
 
 @pytest.mark.parametrize("name", sorted(ORDER_WRONG))
