@@ -15,21 +15,10 @@ import nbformat
 import pytest
 
 from tests.support import ROOT
-from tests.support.notebook08 import CELLS, CONTEXT, NB, edit, graded, swizzle_body
+from tests.support.notebook08 import CELLS, CONTEXT, NB, ONE_SLOT_LOOP, edit, graded, swizzle_body
 
 matplotlib.use("Agg")
-@pytest.fixture(scope="module", autouse=True)
-def hidden_gpu():
-    """gemmlab sees no GPU while this module's notebook cells run (only these tests, never the session)."""
-    from gemmlab import gpu as gpu_module
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(gpu_module.HIDE_ENV, "1")
-        gpu_module.refresh()
-        yield
-    gpu_module.refresh()
-
-
+pytestmark = pytest.mark.usefixtures("no_gpu")     # gemmlab sees no GPU while the cells run
 def fails(test: str, answers: dict[str, str], *messages: str) -> None:
     """The graded cell ``test`` fails with ``answers``, its message holding each of ``messages``."""
     with pytest.raises(Exception) as failure:
@@ -153,24 +142,6 @@ NEXT = """                if (next < k_tiles) load(sA + next % STAGES * A_SLOT, 
                 __pipeline_commit();"""
 COPY_A = "        __pipeline_memcpy_async(sA + r * LDA_S + c, A + (size_t)(m0 + r) * lda + k0 + c, 16);"
 RING_BODY = "    for (int s = 0; s < STAGES - 1; ++s) {               // prologue: the first STAGES-1 tiles"
-PLAIN_LOOP = """    for (int kt = 0; kt < k_tiles; ++kt) {
-        load(sA, sB, kt);
-        __pipeline_commit();
-        __pipeline_wait_prior(0);
-        __syncthreads();
-        for (int kk = 0; kk < BK; kk += 16) {
-            FragA a[FM];
-            FragB b[FN];
-            for (int i = 0; i < FM; ++i)
-                wmma::load_matrix_sync(a[i], sA + (warp_m() * WM + 16 * i) * LDA_S + kk, LDA_S);
-            for (int j = 0; j < FN; ++j)
-                wmma::load_matrix_sync(b[j], sB + kk * LDB_S + warp_n() * WN + 16 * j, LDB_S);
-            for (int i = 0; i < FM; ++i)
-                for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
-        }
-        __syncthreads();
-    }
-"""
 
 
 def ring_body(new: str, keep_solution_as_dead_code: bool = False) -> str:
@@ -197,9 +168,9 @@ RING_WRONG = {
     "a cp.async that never runs beside copies that do": (lambda: edit("pipe_src", COPY_A, """        if (threadIdx.x > 100000) __pipeline_memcpy_async(sA + r * LDA_S + c, A + (size_t)(m0 + r) * lda + k0 + c, 16);
         else *reinterpret_cast<uint4*>(sA + r * LDA_S + c) = *reinterpret_cast<const uint4*>(A + (size_t)(m0 + r) * lda + k0 + c);"""),
                                                          "is a 16-byte cp.async"),
-    "one slot, loaded and waited for in each iteration": (lambda: ring_body(PLAIN_LOOP + "    __syncthreads();\n"),
+    "one slot, loaded and waited for in each iteration": (lambda: ring_body(ONE_SLOT_LOOP + "    __syncthreads();\n"),
                                                          "not yet a pipeline"),
-    "a ring that never runs beside a loop that does the work": (lambda: ring_body(PLAIN_LOOP, True), "not yet a pipeline"),
+    "a ring that never runs beside a loop that does the work": (lambda: ring_body(ONE_SLOT_LOOP, True), "not yet a pipeline"),
 }
 
 

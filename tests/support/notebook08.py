@@ -70,6 +70,26 @@ def graded(test: str, answers: dict[str, str] | None = None) -> str:
 
 
 
+#: Rung 4's K loop without a ring: one slot, loaded, waited for to the last group, then multiplied (C++ text).
+ONE_SLOT_LOOP = """    for (int kt = 0; kt < k_tiles; ++kt) {
+        load(sA, sB, kt);
+        __pipeline_commit();
+        __pipeline_wait_prior(0);
+        __syncthreads();
+        for (int kk = 0; kk < BK; kk += 16) {
+            FragA a[FM];
+            FragB b[FN];
+            for (int i = 0; i < FM; ++i)
+                wmma::load_matrix_sync(a[i], sA + (warp_m() * WM + 16 * i) * LDA_S + kk, LDA_S);
+            for (int j = 0; j < FN; ++j)
+                wmma::load_matrix_sync(b[j], sB + kk * LDB_S + warp_n() * WN + 16 * j, LDB_S);
+            for (int i = 0; i < FM; ++i)
+                for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+"""
+
 
 def swizzle_body(new: str) -> str:
     """The rung-5 answer cell with the body of ``swizzled_tile`` (its solution region) replaced by ``new``."""
@@ -78,4 +98,4 @@ def swizzle_body(new: str) -> str:
     return source[:start] + new + source[source.index("    // ### END SOLUTION"):]
 
 
-__all__ = ["CELLS", "CONTEXT", "NB", "edit", "graded", "swizzle_body"]
+__all__ = ["CELLS", "CONTEXT", "NB", "ONE_SLOT_LOOP", "edit", "graded", "swizzle_body"]
