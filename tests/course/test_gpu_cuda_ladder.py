@@ -141,7 +141,7 @@ def test_ladder_table(ns):
 def test_the_tile_order_cell_probes_the_solution_on_the_gpu():
     printed = graded("test_swizzle_order")
     assert "ladder_swizzle on the GPU: the grouped order on a 11 x 3 grid of tiles (GROUP_M = 8)" in printed, printed
-    assert "(GROUP_M = 3)" in printed, "the hidden test probes another band height"
+    assert "on the GPU: the grouped order on a 7 x 4 grid of tiles (GROUP_M = 3)" in printed, "the hidden test probes another band"
 
 
 #: Row-major orders a hostile student hides from the CPU's reading of the source: the probe must find them.
