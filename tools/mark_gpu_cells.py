@@ -41,7 +41,7 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     "06_pipelining": ("test_pipeline_kernel_slow", "test_performance_bar_slow"),
     "07_hopper": ("test_one_tile_slow", "test_pipelined_slow", "test_ws_slow", "test_ws_speed_slow"),
     "08_cuda_ladder": ("test_naive_slow", "test_smem_slow", "test_wmma_slow", "test_dbuf_slow", "test_swizzle_slow",
-                       "test_any_slow", "test_any_speed_slow"),
+                       "test_swizzle_order", "test_any_slow", "test_any_speed_slow"),
     "09_capstone": ("test_capstone_correct_slow", "test_capstone_speed_slow"),
 }
 
@@ -95,7 +95,7 @@ DISPLAY_ONLY_CELLS: dict[str, tuple[str, ...]] = {
     "05_global_gemm": ("coalescing_timing_slow", "faulty_run"),
     "06_pipelining": ("bench_more",),
     "07_hopper": ("deadlock_demo", "ws_sass_check", "bench_steps"),
-    "08_cuda_ladder": ("seed_fault_run",),
+    "08_cuda_ladder": ("seed_fault_run", "readouts"),
     "09_capstone": ("self_check", "self_speed", "self_score"),
 }
 

@@ -154,3 +154,69 @@ def test_benchmark_loads_the_rung_with_its_declared_checks(bench, rung):
         cfg = ns["WMMA_CONFIG"]
         assert all(m % cfg["BM"] == 0 and n % cfg["BN"] == 0 and k % cfg["BK"] == 0 for m, n, k in shapes)
     assert fn.build("sm_90a").ptx
+
+
+def test_recorded_ratios_are_the_benchmark_rows_they_cite():
+    """The chart's RECORDED table (shown without a GPU) holds benchmarks/solutions_best.json's 4096^3 rows of each
+    rung on each GPU, with their dates: no number in it that the benchmark did not measure."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ns: dict = {"np": np, "plt": plt, "show": plt.close}
+    exec(cell_by_grade_id("chart"), ns)          # draws the recorded chart: it must draw without a GPU
+    best = json.loads((ROOT / "benchmarks" / "solutions_best.json").read_text())["devices"]
+    kernels = dict(zip(ns["RUNGS"], RUNGS))
+    shown = 0
+    for gpu, rows in ns["RECORDED"].items():
+        for label, (ratio, tflops, cublas, date) in rows.items():
+            row = best[gpu][kernels[label]]["4096x4096x4096 float16"]
+            assert (ratio, tflops, cublas, date) == (row["ratio"], row["tflops"], row["cublas_tflops"], row["date"]), (gpu, label)
+            shown += 1
+    assert set(ns["RECORDED"]["NVIDIA H100 80GB HBM3"]) == set(ns["RUNGS"]), "every rung has its H100 ratio"
+    assert shown == sum(1 for gpu in best for k in best[gpu] if k in RUNGS and "4096x4096x4096 float16" in best[gpu][k])
+
+
+def test_the_readout_picker_profiles_only_the_rung_picked(capsys):
+    """The readout cell profiles nothing until a rung is picked where profiling is real (a GPU or the pool, which
+    counts 12 profiles per student per hour), one profile per pick, with the rung's recording named; without
+    either it shows the last rung's recording at once; a rung that cannot be profiled is said so."""
+    import types
+
+    import ipywidgets as ipw
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import gemmlab
+    from gemmlab.profiling import recorded_readout
+
+    calls = []
+
+    def profile(fn, shape, convention, recorded):
+        calls.append((fn.kernel_name, tuple(shape), convention, recorded))
+        if recorded == "ladder_naive":
+            raise gemmlab.GemmlabError("ladder_naive is not written yet")
+        return recorded_readout(recorded)
+
+    fake = types.SimpleNamespace(profile=profile, GemmlabError=gemmlab.GemmlabError)
+    for live in (True, False):
+        calls.clear()
+        shown: list = []
+        ns: dict = {"gemmlab": fake, "ipw": ipw, "display": shown.append, "GPU": live, "BENCH_SHAPE": (4096,) * 3,
+                    "nbh": types.SimpleNamespace(uses_pool=lambda: False), "ratio_text": lambda label: f"{label}: ratio",
+                    **{name: types.SimpleNamespace(kernel_name=name) for name in RUNGS}}
+        exec(cell_by_grade_id("readouts"), ns)
+        picker = next(x for x in shown if isinstance(x, ipw.VBox)).children[0]
+        capsys.readouterr()
+        if live:
+            assert calls == [] and picker.value == "(pick a rung)"
+            picker.value = "3 WMMA"
+            assert calls == [("ladder_wmma", (4096, 4096, 4096), "nn", "ladder_wmma")]
+            picker.value = "1 naive"
+            assert len(calls) == 2 and "No readout of ladder_naive: ladder_naive is not written yet" in capsys.readouterr().out
+        else:
+            assert calls == [("ladder_any", (4096, 4096, 4096), "nn", "ladder_any")] and picker.value == "6 any size"

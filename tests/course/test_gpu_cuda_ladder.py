@@ -2,8 +2,9 @@
 correct on the shapes it accepts (rungs 1, 2 and 6 any shape, any pitch, any alignment; rungs 3-5
 whole tiles, also with other STAGES / GROUP_M), beta = 0 never reads C, the tutorial's loading rule
 really faults at 1000 x 999 in a child process while the aligned rule does not, WMMA loads become
-ldmatrix. The rungs' speed against cuBLAS is benchmarks/solutions.py's table (and test_ladder_table's print),
-not a test."""
+ldmatrix, and the graded tile-order cell measures the order from the kernel (the raster probe): the solution
+passes it, a row-major order written so that the CPU cannot read it fails it. The rungs' speed against cuBLAS is
+benchmarks/solutions.py's table (and test_ladder_table's print), not a test."""
 from __future__ import annotations
 
 import random
@@ -13,6 +14,7 @@ import pytest
 import solution_cells  # noqa: E402
 from tests.support.nn_gemm_cases import check_padded_rows  # noqa: E402
 from tests.course.test_cuda_ladder import ASSIGNMENT, TAGS, cell_by_grade_id  # noqa: E402
+from tests.support.notebook08 import graded, swizzle_body  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ANY_SHAPE_RUNGS = ["ladder_naive", "ladder_smem", "ladder_any"]
@@ -133,3 +135,24 @@ def test_ladder_table(ns):
         r = gemmlab.bench_gemm(ns[rung], shape=(4096, 4096, 4096), convention="nn", beta=0.0, label=rung)
         print(f"{rung:15s} {r.tflops:7.1f} TFLOPS  cuBLAS {r.cublas_tflops:6.1f}  ratio {r.ratio:.3f}")
         assert r.tflops > 0
+
+
+@pytest.mark.slow
+def test_the_tile_order_cell_probes_the_solution_on_the_gpu():
+    printed = graded("test_swizzle_order")
+    assert "ladder_swizzle on the GPU: the grouped order on a 11 x 3 grid of tiles (GROUP_M = 8)" in printed, printed
+    assert "on the GPU: the grouped order on a 7 x 4 grid of tiles (GROUP_M = 3)" in printed, "the hidden test probes another band"
+
+
+#: Row-major orders a hostile student hides from the CPU's reading of the source: the probe must find them.
+ROW_MAJOR_HIDDEN = {
+    "behind a macro": "#define ORDER make_int2(pid / tiles_n, pid % tiles_n)\n    return ORDER;\n",
+    "behind a branch": "    if (pid >= 0) { return make_int2(pid / tiles_n, pid % tiles_n); }\n    return make_int2(0, 0);\n",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(ROW_MAJOR_HIDDEN))
+def test_a_row_major_order_the_cpu_cannot_read_fails_the_probe(name):
+    with pytest.raises(AssertionError, match=r"CTA 1 computes tile \(0, 1\) of the 11 x 3 grid"):
+        graded("test_swizzle_order", {"swizzle_src": swizzle_body(ROW_MAJOR_HIDDEN[name])})

@@ -12,6 +12,7 @@ import pytest
 
 from gemmlab import techniques as T
 from tests.support import techniques as S
+from tests.support.notebook08 import ONE_SLOT_LOOP
 
 pytestmark = pytest.mark.slow
 
@@ -114,25 +115,7 @@ def test_a_pipelined_loop_that_never_runs_beside_one_that_works_fails() -> None:
     start = src.index("    // ### BEGIN SOLUTION\n    for (int s = 0; s < STAGES - 1; ++s)")
     end = src.index("    // ### END SOLUTION", start)
     solution = src[start + len("    // ### BEGIN SOLUTION\n"):end]
-    plain = """    for (int kt = 0; kt < k_tiles; ++kt) {
-        load(sA, sB, kt);
-        __pipeline_commit();
-        __pipeline_wait_prior(0);
-        __syncthreads();
-        for (int kk = 0; kk < BK; kk += 16) {
-            FragA a[FM];
-            FragB b[FN];
-            for (int i = 0; i < FM; ++i)
-                wmma::load_matrix_sync(a[i], sA + (warp_m() * WM + 16 * i) * LDA_S + kk, LDA_S);
-            for (int j = 0; j < FN; ++j)
-                wmma::load_matrix_sync(b[j], sB + kk * LDB_S + warp_n() * WN + 16 * j, LDB_S);
-            for (int i = 0; i < FM; ++i)
-                for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
-        }
-        __syncthreads();
-    }
-"""
-    wrong = src[:start] + "    // ### BEGIN SOLUTION\n    if (k_tiles == 987654) {\n" + solution + "    } else {\n" + plain + \
+    wrong = src[:start] + "    // ### BEGIN SOLUTION\n    if (k_tiles == 987654) {\n" + solution + "    } else {\n" + ONE_SLOT_LOOP + \
         "    }\n" + src[end:]
     program = T.programs(built(PIPE, wrong, 3))[0]
     assert len(program.main_loops) == 2

@@ -44,3 +44,62 @@ def test_what_c_would_not_compute_is_refused(expr: str, match: str) -> None:
 def test_a_non_string_is_refused_with_a_gemmlab_error() -> None:
     with pytest.raises(GemmlabError, match="string"):
         cexpr.evaluate(5, r=1)  # type: ignore[arg-type]
+
+
+def test_min_and_max_are_cudas_device_functions_of_two_ints() -> None:
+    assert np.array_equal(cexpr.evaluate("min(r, 2) + max(c - 1, 0)", r=np.arange(4), c=np.arange(4)), [0, 1, 3, 4])
+    for expr in ("min(r)", "min(r, c, 1)", "abs(r)", "r.min()"):
+        with pytest.raises(cexpr.CExpressionError, match="not allowed"):
+            cexpr.evaluate(expr, r=np.arange(3), c=np.arange(3))
+
+
+GROUPED = """
+// a grouped tile order, as notebook 08 asks for it
+__device__ int2 tile(int pid, int tiles_m, int tiles_n)
+{
+    const int per_band = GROUP_M * tiles_n, first_m = pid / per_band * GROUP_M;   /* two at once */
+    int rows = min(tiles_m - first_m, GROUP_M);
+    int in_band = pid;
+    in_band %= per_band;
+    return make_int2(first_m + in_band % rows, in_band / rows);
+}
+"""
+
+
+def test_a_straight_line_function_is_evaluated_for_every_argument_at_once() -> None:
+    from gemmlab import draw
+
+    pid = np.arange(11 * 3)
+    m, n = cexpr.evaluate_function(GROUPED, "tile", pid=pid, tiles_m=11, tiles_n=3, GROUP_M=4)
+    order = draw.raster_order(11, 3, 4)
+    assert [int(order[m[i], n[i]]) for i in pid] == list(pid)
+    (one,) = cexpr.evaluate_function("int f(int a) { return -a / 2; }", "f", a=np.array([3, -3]))
+    assert list(one) == [-1, 1]                                     # C's truncation, not Python's floor
+
+
+@pytest.mark.parametrize("source,match", [
+    ("int f(int a) { if (a > 1) { return 1; } return 0; }", "straight-line"),
+    ("int f(int a) { int b = a > 1 ? 1 : 0; return b; }", "not an expression"),
+    ("#define A 3\nint f(int a) { return a + A; }", "preprocessor"),
+    ("int f(int a) { b = 3; return a; }", "not declared"),
+    ("int f(int a) { const int b = 3; b += 1; return b; }", "const"),
+    ("int f(int a) { return a; } int f(int a, int b) { return b; }", "defines it 2 time"),
+    ("int g(int a) { return a; }", "defines it 0 time"),
+    ("int f(float a) { return 1; }", "not an int"),
+    ("int f(int a) { return a; a = 2; }", "last statement"),
+    ("int f(int a) { a += 1 }", "does not end with ';'"),
+    ("int f(int a) { a += 1; }", "no return"),
+    ("int f(int a) { return make_int2(a); }", "two values"),
+    ("int f(int a) { int2 t = make_int2(a, a); return t.x; }", "not a statement"),
+    ("int f(int a) { return x; }", "'x'"),
+])
+def test_what_is_not_straight_line_c_of_ints_is_refused_with_its_reason(source: str, match: str) -> None:
+    with pytest.raises(cexpr.CExpressionError, match=match):
+        cexpr.evaluate_function(source, "f", a=np.arange(3))
+
+
+def test_a_missing_parameter_and_a_non_string_are_refused() -> None:
+    with pytest.raises(cexpr.CExpressionError, match="no value given for f's parameter"):
+        cexpr.evaluate_function("int f(int a, int b) { return a + b; }", "f", a=1)
+    with pytest.raises(GemmlabError, match="string"):
+        cexpr.evaluate_function(None, "f", a=1)  # type: ignore[arg-type]
