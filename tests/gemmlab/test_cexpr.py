@@ -44,3 +44,12 @@ def test_what_c_would_not_compute_is_refused(expr: str, match: str) -> None:
 def test_a_non_string_is_refused_with_a_gemmlab_error() -> None:
     with pytest.raises(GemmlabError, match="string"):
         cexpr.evaluate(5, r=1)  # type: ignore[arg-type]
+
+
+def test_named_functions_are_called_only_when_given_and_with_their_arity() -> None:
+    got = cexpr.evaluate("min(r - 3, 2) * 2", functions={"min": np.minimum}, r=np.arange(6))
+    assert got.tolist() == [-6, -4, -2, 0, 2, 4]
+    with pytest.raises(cexpr.CExpressionError, match="takes 2 arguments"):
+        cexpr.evaluate("min(r)", functions={"min": np.minimum}, r=1)
+    with pytest.raises(cexpr.CExpressionError, match="not allowed"):
+        cexpr.evaluate("min(r, 1)", r=1)
