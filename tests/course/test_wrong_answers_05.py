@@ -6,10 +6,14 @@ tests. The kernel's tests run only on a GPU (tests/course/test_gpu_global_gemm.p
 """
 from __future__ import annotations
 
+import random
+import tempfile
+from pathlib import Path
+
 import matplotlib
 import pytest
 
-from tests.support.graded_cells import run_cells, visible_part, cells_by_grade_id
+from tests.support.graded_cells import cells_by_grade_id, python, run_cells, visible_part
 
 matplotlib.use("Agg")
 NB = "05_global_gemm"
@@ -201,11 +205,6 @@ def test_build_cells_name_the_parts_a_fast_build_lacks() -> None:
 # functions evaluated on the CPU (each cell written to a file: the CuTe DSL reads its functions' source). Cells
 # of the option a case does not use are left out, as a student doing one option leaves the other alone.
 
-import tempfile  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from tests.support.graded_cells import python  # noqa: E402
-
 STEP_CONTEXT = ["setup", "launchers"]
 CPP_5_1 = ["gemm_cpp_load_tile"]
 DSL_5_1 = ["gemm_dsl_load_tile"]
@@ -238,8 +237,7 @@ def _run_files(grade_ids: list[str], replace: dict[str, str] | None = None, name
     replace = replace or {}
     folder = Path(tempfile.mkdtemp(prefix="gemmlab-05-steps-"))
     ns = namespace if namespace is not None else {"__name__": "notebook_05_steps"}
-    import random as _random
-    _random.seed(0)
+    random.seed(0)
     for gid in grade_ids:
         source = python(replace.get(gid, cells[gid]))
         path = folder / f"{gid}.py"
@@ -248,25 +246,13 @@ def _run_files(grade_ids: list[str], replace: dict[str, str] | None = None, name
     return ns
 
 
-@pytest.fixture(scope="module")
-def hidden_gpu():
-    """gemmlab sees no GPU while these notebook cells run (only these tests)."""
-    from gemmlab import gpu as gpu_module
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(gpu_module.HIDE_ENV, "1")
-        gpu_module.refresh()
-        yield
-    gpu_module.refresh()
-
-
 def _tile_test(option_cells: list[str], replace: dict[str, str] | None = None, visible: bool = False) -> None:
     test = cells_by_grade_id(NB)["test_tile_order"]
     _run_files(STEP_CONTEXT + option_cells + STEP_CHECKS + ["test_tile_order"],
                {**(replace or {}), **({"test_tile_order": visible_part(test)} if visible else {})})
 
 
-def test_step_5_1_solutions_pass(hidden_gpu) -> None:
+def test_step_5_1_solutions_pass(no_gpu) -> None:
     _tile_test(CPP_5_1)
     _tile_test(DSL_5_1)
     _tile_test(CPP_5_1 + DSL_5_1)
@@ -292,7 +278,7 @@ WRONG_CPP_TILE_OF = {
 
 
 @pytest.mark.parametrize("name", sorted(WRONG_CPP_TILE_OF))
-def test_step_5_1_rejects_a_wrong_cpp_tile_of(hidden_gpu, name: str) -> None:
+def test_step_5_1_rejects_a_wrong_cpp_tile_of(no_gpu, name: str) -> None:
     wrong = {"gemm_cpp_load_tile": _CPP_TILE_OF % WRONG_CPP_TILE_OF[name]}
     with pytest.raises(AssertionError):
         _tile_test(CPP_5_1, wrong)
@@ -300,7 +286,7 @@ def test_step_5_1_rejects_a_wrong_cpp_tile_of(hidden_gpu, name: str) -> None:
         _tile_test(CPP_5_1, wrong, visible=True)
 
 
-def test_step_5_1_rejects_a_second_definition_the_kernel_would_call(hidden_gpu) -> None:
+def test_step_5_1_rejects_a_second_definition_the_kernel_would_call(no_gpu) -> None:
     # blockIdx.x is unsigned: an overload on unsigned pid would win in the kernel while the int one is checked.
     overload = (_CPP_TILE_OF % _GROUPED_CPP).replace(
         'template <bool CHECK_K', '__device__ void tile_of(unsigned pid, int tiles_m, int tiles_n, int group, '
@@ -329,7 +315,7 @@ WRONG_DSL_TILE_OF = {
 
 
 @pytest.mark.parametrize("name", sorted(WRONG_DSL_TILE_OF))
-def test_step_5_1_rejects_a_wrong_dsl_tile_of(hidden_gpu, name: str) -> None:
+def test_step_5_1_rejects_a_wrong_dsl_tile_of(no_gpu, name: str) -> None:
     wrong = {"gemm_dsl_load_tile": _dsl_tile_of(WRONG_DSL_TILE_OF[name])}
     with pytest.raises(AssertionError):
         _tile_test(DSL_5_1, wrong)
@@ -337,7 +323,7 @@ def test_step_5_1_rejects_a_wrong_dsl_tile_of(hidden_gpu, name: str) -> None:
         _tile_test(DSL_5_1, wrong, visible=True)
 
 
-def test_step_5_1_checks_every_written_option(hidden_gpu) -> None:
+def test_step_5_1_checks_every_written_option(no_gpu) -> None:
     """A right DSL tile_of does not cover a wrong C++ one beside it."""
     with pytest.raises(AssertionError, match="option A"):
         _tile_test(CPP_5_1 + DSL_5_1, {"gemm_cpp_load_tile": _CPP_TILE_OF % WRONG_CPP_TILE_OF["row-major order"]})
@@ -383,12 +369,12 @@ WRONG_DSL_PARTS = {
 }
 
 
-def test_step_5_2_solution_passes(hidden_gpu) -> None:
+def test_step_5_2_solution_passes(no_gpu) -> None:
     _parts_test()
 
 
 @pytest.mark.parametrize("name", sorted(WRONG_DSL_PARTS))
-def test_step_5_2_rejects_wrong_dsl_parts(hidden_gpu, name: str) -> None:
+def test_step_5_2_rejects_wrong_dsl_parts(no_gpu, name: str) -> None:
     old, new, match = WRONG_DSL_PARTS[name]
     with pytest.raises(AssertionError, match=match):
         _parts_test(_host_with(old, new))
@@ -454,7 +440,7 @@ def test_step_5_2_compiler_checks_name_each_broken_rule() -> None:
         assert message in log, f"{name}: no {message!r} among the compiler's errors:\n{log[:3000]}"
 
 
-def test_step_5_2_refuses_preprocessor_lines_in_a_cpp_part(hidden_gpu) -> None:
+def test_step_5_2_refuses_preprocessor_lines_in_a_cpp_part(no_gpu) -> None:
     ns = _run_files(STEP_CONTEXT + CPP_5_1 + STEP_CHECKS)
     ns["GEMM05_CPP_COPIES"] = "#if 0\n    auto g2s_A = 0;\n#endif\n"
     with pytest.raises(AssertionError, match="preprocessor"):
@@ -463,7 +449,7 @@ def test_step_5_2_refuses_preprocessor_lines_in_a_cpp_part(hidden_gpu) -> None:
 
 # ---- step 5.3: the instructions its kernel must hold (read from the PTX before any GPU part)
 
-def test_step_5_3_technique_needs_tensor_cores_ldmatrix_and_cp_async_of_the_right_width(hidden_gpu) -> None:
+def test_step_5_3_technique_needs_tensor_cores_ldmatrix_and_cp_async_of_the_right_width(no_gpu) -> None:
     import torch
 
     ns = _run_files(STEP_CONTEXT + STEP_CHECKS)
@@ -486,7 +472,7 @@ def test_step_5_3_technique_needs_tensor_cores_ldmatrix_and_cp_async_of_the_righ
 
 
 @pytest.mark.slow
-def test_step_5_3_technique_passes_the_dsl_solution(hidden_gpu) -> None:
+def test_step_5_3_technique_passes_the_dsl_solution(no_gpu) -> None:
     """The real PTX of option B's solution, every variant the test reads, passes require_technique."""
     ns = _run_files(STEP_CONTEXT + ["gemm_dsl_load_tile", "gemm_dsl_host", "gemm_dsl_kernel", "gemm_dsl_first_tile",
                                     "gemm_dsl"] + ["build_dsl"] + STEP_CHECKS)
@@ -507,7 +493,7 @@ def _release_answers() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("test", ["test_tile_order", "test_copies_and_mma_slow"])
-def test_the_release_scores_nothing_on_the_cpu_steps(hidden_gpu, test: str) -> None:
+def test_the_release_scores_nothing_on_the_cpu_steps(no_gpu, test: str) -> None:
     answers = _release_answers()
     cells = STEP_CONTEXT + ["gemm_cpp_load_tile", "gemm_cpp", "gemm_dsl_load_tile", "gemm_dsl_host"]
     with pytest.raises(Exception, match="Neither option"):

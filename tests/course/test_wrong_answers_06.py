@@ -136,28 +136,19 @@ KERNEL_CELLS = ["setup", "gemm06_dsl_copies", "gemm06_dsl", "gemm06_dsl_launch",
 
 def _run_kernel_test(replace: dict[str, str] | None = None) -> dict:
     """The correctness test of Exercise 3 with option B only (option A left alone), each cell run from a file."""
-    from gemmlab import gpu as gpu_module
-
     cells = cells_by_grade_id(NB)
     folder = Path(tempfile.mkdtemp(prefix="gemmlab-06-kernel-"))
     ns: dict = {"__name__": "notebook_06", "cpp_gemm": None}
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(gpu_module.HIDE_ENV, "1")
-        gpu_module.refresh()
-        try:
-            for gid in KERNEL_CELLS:
-                source = python((replace or {}).get(gid, cells[gid]))
-                path = folder / f"{gid}.py"
-                path.write_text(source)
-                exec(compile(source, str(path), "exec"), ns)
-        finally:
-            mp.delenv(gpu_module.HIDE_ENV)
-            gpu_module.refresh()
+    for gid in KERNEL_CELLS:
+        source = python((replace or {}).get(gid, cells[gid]))
+        path = folder / f"{gid}.py"
+        path.write_text(source)
+        exec(compile(source, str(path), "exec"), ns)
     return ns
 
 
 @pytest.mark.slow
-def test_kernel_test_reads_a_pipeline_in_the_dsl_solution() -> None:
+def test_kernel_test_reads_a_pipeline_in_the_dsl_solution(no_gpu) -> None:
     ns = _run_kernel_test()
     assert ns["dsl_gemm"] is not None
 
@@ -168,7 +159,7 @@ def test_kernel_test_reads_a_pipeline_in_the_dsl_solution() -> None:
     ("cute.arch.cp_async_wait_group(STAGES - 2)\n                cute.arch.sync_threads()",
      "cute.arch.cp_async_wait_group(0)\n                cute.arch.sync_threads()", "wait_group"),
 ])
-def test_kernel_test_rejects_a_main_loop_that_is_no_pipeline(old: str, new: str, match: str) -> None:
+def test_kernel_test_rejects_a_main_loop_that_is_no_pipeline(no_gpu, old: str, new: str, match: str) -> None:
     source = cells_by_grade_id(NB)["gemm06_dsl"]
     assert source.count(old) == 1
     first = source.replace("cute.arch.cp_async_wait_group(STAGES - 2)      # tile 0 has landed",
