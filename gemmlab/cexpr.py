@@ -17,13 +17,14 @@ expression read as above, evaluated over arrays of its parameters at once.
 Semantics: 32-bit signed ``int``; ``/`` and ``%`` truncate toward zero; ``>>`` of a negative value
 is arithmetic (what NVIDIA's compilers do, and what C++20 requires). Refused, with a message: other
 syntax, division by zero, a shift count outside 0..31, and any value that overflows ``int``
-(undefined behaviour in C).
+(undefined behaviour in C). A caller may name functions the text may call, as numpy ufuncs (``functions={"min":
+np.minimum}``, as :mod:`gemmlab.cfunction` does), each called with its number of arguments.
 """
 from __future__ import annotations
 
 import ast
 import re
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -75,12 +76,14 @@ _UNARY: dict[type, Callable[[np.ndarray], np.ndarray]] = {
 _NOT_C = {ast.FloorDiv: "'//' starts a comment in C; C's integer division is '/'",
           ast.Pow: "'**' is not a C operator"}
 #: The functions of two ints an expression may call (CUDA's device ``min`` and ``max``).
-_CALLS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {"min": np.minimum, "max": np.maximum}
+_CALLS: dict[str, np.ufunc] = {"min": np.minimum, "max": np.maximum}
 
 
-def evaluate(expr: str, **variables: object) -> np.ndarray:
+def evaluate(expr: str, functions: Mapping[str, np.ufunc] | None = None,
+             **variables: object) -> np.ndarray:
     """``expr`` evaluated with C's ``int`` semantics, each variable an integer or an array
-    (arrays broadcast like numpy's); returns an int64 array of the broadcast shape."""
+    (arrays broadcast like numpy's); returns an int64 array of the broadcast shape. ``functions``:
+    the calls the text may make, by name (none unless given)."""
     if not isinstance(expr, str):
         raise CExpressionError(f"the expression must be a string of C, not {type(expr).__name__}")
     try:
@@ -89,6 +92,7 @@ def evaluate(expr: str, **variables: object) -> np.ndarray:
         raise CExpressionError(f"{expr!r} is not an expression this checker reads ({err.msg}); "
                                f"use integers, {', '.join(sorted(variables))}, parentheses and {OPERATORS}") from None
     values = {name: np.asarray(v, dtype=np.int64) for name, v in variables.items()}
+    calls = {**_CALLS, **(functions or {})}
     for name, v in values.items():
         _fits(v, f"variable {name}")
     shape = np.broadcast_shapes(*(v.shape for v in values.values())) if values else ()
@@ -105,9 +109,13 @@ def evaluate(expr: str, **variables: object) -> np.ndarray:
             return _fits(fn(walk(node.left), walk(node.right)), f"'{ast.get_source_segment(source, node)}'")
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
             return _fits(_UNARY[type(node.op)](walk(node.operand)), f"'{ast.get_source_segment(source, node)}'")
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS
-                and len(node.args) == 2 and not node.keywords):
-            return _CALLS[node.func.id](walk(node.args[0]), walk(node.args[1]))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in calls \
+                and not node.keywords:
+            fn = calls[node.func.id]
+            if len(node.args) != fn.nin:
+                raise CExpressionError(f"{expr!r}: {node.func.id} takes {fn.nin} arguments, not {len(node.args)}")
+            return _fits(np.asarray(fn(*(walk(a) for a in node.args)), dtype=np.int64),
+                         f"'{ast.get_source_segment(source, node)}'")
         if isinstance(node, ast.Name):
             if node.id not in values:
                 raise CExpressionError(f"{expr!r} uses {node.id!r}; the names it may use are {sorted(values)}")
@@ -121,7 +129,8 @@ def evaluate(expr: str, **variables: object) -> np.ndarray:
                 raise CExpressionError(f"{expr!r}: the literal {text} does not fit a 32-bit int")
             return np.asarray(node.value, dtype=np.int64)
         what = ast.get_source_segment(source, node) or type(node).__name__
-        raise CExpressionError(f"{expr!r}: {what!r} is not allowed here; use integers, variable names, "
+        may_call = f", calls of {', '.join(sorted(calls))}" if calls else ""
+        raise CExpressionError(f"{expr!r}: {what!r} is not allowed here; use integers, variable names{may_call}, "
                                f"parentheses and {OPERATORS}")
 
     return np.broadcast_to(walk(tree.body), shape).astype(np.int64)

@@ -53,6 +53,22 @@ def test_beta_zero_does_not_read_c(gemm):
     assert torch.isfinite(C).all(), f"{name}: beta = 0 read C"
 
 
+def test_without_step_5_4_the_dsl_kernel_is_right_for_one_k_tile_only():
+    """Step 5.3's test runs the kernel before its K loop is written: the given kernel then multiplies the one
+    (partial) k-tile, right for every K <= 32 and wrong beyond."""
+    import gemmlab
+
+    source = solution_cells.cell_source(ASSIGNMENT, "kernel:gemm05_dsl")
+    head, loop = source.split("def k_loop(cta):", 1)
+    stub = head + "def k_loop(cta):\n    raise NotImplementedError()\n"
+    ns = solution_cells.load_namespace(ASSIGNMENT, ["kernel:gemm05_vec", "kernel:gemm05_launch", "kernel:gemm05_dsl"],
+                                       sources={"kernel:gemm05_dsl": stub})
+    fn = ns["gemm05_dsl"]
+    one_tile = gemmlab.check_gemm(fn, "nn", shapes=[(300, 200, 32), (129, 257, 7), (1000, 1001, 17)], beta=0.5)
+    assert one_tile.passed, str(one_tile)
+    assert not gemmlab.check_gemm(fn, "nn", shapes=[(256, 256, 64)], beta=0.5).passed
+
+
 @pytest.mark.parametrize("pad", [1, 3, 8])
 def test_padded_rows(gemm, pad):
     name, fn = gemm

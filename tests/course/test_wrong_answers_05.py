@@ -6,10 +6,14 @@ tests. The kernel's tests run only on a GPU (tests/course/test_gpu_global_gemm.p
 """
 from __future__ import annotations
 
+import random
+import tempfile
+from pathlib import Path
+
 import matplotlib
 import pytest
 
-from tests.support.graded_cells import run_cells, visible_part, cells_by_grade_id
+from tests.support.graded_cells import cells_by_grade_id, python, run_cells, visible_part
 
 matplotlib.use("Agg")
 NB = "05_global_gemm"
@@ -193,3 +197,304 @@ def test_build_cells_name_the_parts_a_fast_build_lacks() -> None:
     assert missing(solution_like) == []
     assert len(missing("ld.global.u32 %r1, [%rd1];")) == 3
     assert missing(solution_like.replace("ldmatrix", "ld.shared")) == ["ldmatrix (the shared -> register copies)"]
+
+
+# ------------------------------------------------------------------ Exercise 5's steps 5.1 to 5.3 (CPU parts)
+#
+# The step tests run the notebook's own cells: the C++ tile_of of option A as text (no compile), option B's DSL
+# functions evaluated on the CPU (each cell written to a file: the CuTe DSL reads its functions' source). Cells
+# of the option a case does not use are left out, as a student doing one option leaves the other alone.
+
+STEP_CONTEXT = ["setup", "launchers"]
+CPP_5_1 = ["gemm_cpp_load_tile"]
+DSL_5_1 = ["gemm_dsl_load_tile"]
+DSL_5_2 = ["gemm_dsl_load_tile", "gemm_dsl_host"]
+STEP_CHECKS = ["step_checks"]
+
+_CPP_TILE_OF = '''
+GEMM05_CPP_LOAD_TILE = r"""
+__device__ void tile_of(int pid, int tiles_m, int tiles_n, int group, int& m_tile, int& n_tile)
+{
+%s
+}
+template <bool CHECK_K, class Copy, class TG, class TS, class TC>
+__device__ void load_tile(Copy const& g2s, TG const& tXgX, TS const& tXsX, TC const& tXcX, int rows, int K)
+{
+    copy(g2s, tXgX(_, 0, 0), tXsX(_, 0, 0));
+}
+"""
+'''
+_GROUPED_CPP = """    int per_group = group * tiles_n;
+    int first_m = (pid / per_group) * group;
+    int rows = min(tiles_m - first_m, group);
+    m_tile = first_m + (pid % per_group) % rows;
+    n_tile = (pid % per_group) / rows;"""
+
+
+def _run_files(grade_ids: list[str], replace: dict[str, str] | None = None, namespace: dict | None = None) -> dict:
+    """``run_cells`` with each cell written to a file first, so that CuTe DSL functions have a source."""
+    cells = cells_by_grade_id(NB)
+    replace = replace or {}
+    folder = Path(tempfile.mkdtemp(prefix="gemmlab-05-steps-"))
+    ns = namespace if namespace is not None else {"__name__": "notebook_05_steps"}
+    random.seed(0)
+    for gid in grade_ids:
+        source = python(replace.get(gid, cells[gid]))
+        path = folder / f"{gid}.py"
+        path.write_text(source)
+        exec(compile(source, str(path), "exec"), ns)
+    return ns
+
+
+def _tile_test(option_cells: list[str], replace: dict[str, str] | None = None, visible: bool = False) -> None:
+    test = cells_by_grade_id(NB)["test_tile_order"]
+    _run_files(STEP_CONTEXT + option_cells + STEP_CHECKS + ["test_tile_order"],
+               {**(replace or {}), **({"test_tile_order": visible_part(test)} if visible else {})})
+
+
+def test_step_5_1_solutions_pass(no_gpu) -> None:
+    _tile_test(CPP_5_1)
+    _tile_test(DSL_5_1)
+    _tile_test(CPP_5_1 + DSL_5_1)
+
+
+# C++ tile_of bodies (option A, cell 2): each a class of mistake, or a way around the CPU check.
+WRONG_CPP_TILE_OF = {
+    "row-major order": "    m_tile = pid / tiles_n;\n    n_tile = pid % tiles_n;",
+    "last band not shortened": _GROUPED_CPP.replace("int rows = min(tiles_m - first_m, group);", "int rows = group;"),
+    "walks along the band's rows": """    int per_group = group * tiles_n;
+    int first_m = (pid / per_group) * group;
+    m_tile = first_m + (pid % per_group) / tiles_n;
+    n_tile = (pid % per_group) % tiles_n;""",
+    "column-major over the whole grid": "    m_tile = pid % tiles_m;\n    n_tile = pid / tiles_m;",
+    "band of group columns instead of rows": """    int per_group = group * tiles_m;
+    int first_n = (pid / per_group) * group;
+    int cols = min(tiles_n - first_n, group);
+    n_tile = first_n + (pid % per_group) % cols;
+    m_tile = (pid % per_group) / cols;""",
+    "an if the CPU cannot read": "    if (pid < 0) { m_tile = 0; n_tile = 0; }\n" + _GROUPED_CPP,
+    "the answer hidden behind a macro": "#define min(a, b) ((a) > (b) ? (a) : (b))\n" + _GROUPED_CPP,
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_CPP_TILE_OF))
+def test_step_5_1_rejects_a_wrong_cpp_tile_of(no_gpu, name: str) -> None:
+    wrong = {"gemm_cpp_load_tile": _CPP_TILE_OF % WRONG_CPP_TILE_OF[name]}
+    with pytest.raises(AssertionError):
+        _tile_test(CPP_5_1, wrong)
+    with pytest.raises(AssertionError):
+        _tile_test(CPP_5_1, wrong, visible=True)
+
+
+def test_step_5_1_rejects_a_second_definition_the_kernel_would_call(no_gpu) -> None:
+    # blockIdx.x is unsigned: an overload on unsigned pid would win in the kernel while the int one is checked.
+    overload = (_CPP_TILE_OF % _GROUPED_CPP).replace(
+        'template <bool CHECK_K', '__device__ void tile_of(unsigned pid, int tiles_m, int tiles_n, int group, '
+        'int& m_tile, int& n_tile) { m_tile = pid / tiles_n; n_tile = pid % tiles_n; }\ntemplate <bool CHECK_K')
+    with pytest.raises(AssertionError, match="exactly once"):
+        _tile_test(CPP_5_1, {"gemm_cpp_load_tile": overload})
+
+
+def _dsl_tile_of(body: str) -> str:
+    source = cells_by_grade_id(NB)["gemm_dsl_load_tile"]
+    head, rest = source.split("### BEGIN SOLUTION", 1)
+    first, tail = rest.split("### END SOLUTION", 1)
+    return head + "### BEGIN SOLUTION\n" + body + "\n    ### END SOLUTION" + tail
+
+
+WRONG_DSL_TILE_OF = {
+    "row-major order": "    return pid // tiles_n, pid % tiles_n",
+    "last band not shortened": """    per_group = group * tiles_n
+    first_m = (pid // per_group) * group
+    return first_m + (pid % per_group) % group, (pid % per_group) // group""",
+    "walks along the band's rows": """    per_group = group * tiles_n
+    first_m = (pid // per_group) * group
+    return first_m + (pid % per_group) // tiles_n, (pid % per_group) % tiles_n""",
+    "returns a list of three": "    return [pid // tiles_n, pid % tiles_n, 0]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_DSL_TILE_OF))
+def test_step_5_1_rejects_a_wrong_dsl_tile_of(no_gpu, name: str) -> None:
+    wrong = {"gemm_dsl_load_tile": _dsl_tile_of(WRONG_DSL_TILE_OF[name])}
+    with pytest.raises(AssertionError):
+        _tile_test(DSL_5_1, wrong)
+    with pytest.raises(AssertionError):
+        _tile_test(DSL_5_1, wrong, visible=True)
+
+
+def test_step_5_1_checks_every_written_option(no_gpu) -> None:
+    """A right DSL tile_of does not cover a wrong C++ one beside it."""
+    with pytest.raises(AssertionError, match="option A"):
+        _tile_test(CPP_5_1 + DSL_5_1, {"gemm_cpp_load_tile": _CPP_TILE_OF % WRONG_CPP_TILE_OF["row-major order"]})
+
+
+# ---- step 5.2 (option B): the copies, the TiledMMA and the ldmatrix copies, evaluated by the CuTe DSL on the CPU
+
+def _parts_test(replace: dict[str, str] | None = None) -> None:
+    _run_files(STEP_CONTEXT + DSL_5_2 + ["dsl_step_facts"] + STEP_CHECKS + ["test_copies_and_mma_slow"], replace)
+
+
+def _host_with(old: str, new: str) -> dict[str, str]:
+    source = cells_by_grade_id(NB)["gemm_dsl_host"]
+    assert source.count(old) == 1, old
+    return {"gemm_dsl_host": source.replace(old, new)}
+
+
+WRONG_DSL_PARTS = {
+    "A's threads down the rows (uncoalesced)": (
+        "cute.make_layout((THREADS // a_thr_k, a_thr_k), stride=(a_thr_k, 1))",
+        "cute.make_layout((THREADS // a_thr_k, a_thr_k), stride=(1, THREADS // a_thr_k))", "coalesced"),
+    "B's threads along K, one vector per k-row (uncoalesced)": (
+        "cute.make_layout((b_thr_n, THREADS // b_thr_n), stride=(1, b_thr_n))",
+        "cute.make_layout((THREADS // 32, 32), stride=(32, 1))", "coalesced"),
+    "no cp.async at all": (
+        "op = cute.nvgpu.cpasync.CopyG2SOp() if bits >= 32 else cute.nvgpu.CopyUniversalOp()",
+        "op = cute.nvgpu.CopyUniversalOp()", "CopyG2SOp"),
+    "half the threads copy, two rows each": (
+        "cute.make_layout((THREADS // a_thr_k, a_thr_k), stride=(a_thr_k, 1)),\n"
+        "                                    cute.make_layout((1, vec)))",
+        "cute.make_layout((THREADS // 2 // a_thr_k, a_thr_k), stride=(a_thr_k, 1)),\n"
+        "                                    cute.make_layout((2, vec)))", "64 threads"),
+    "a 4 x 1 warp layout": (
+        "cute.make_layout((2, 2, 1)), permutation_mnk=(32, 32, 16)",
+        "cute.make_layout((4, 1, 1)), permutation_mnk=(64, 16, 16)", "warps"),
+    "B's ldmatrix not transposed": (
+        "cute.nvgpu.warp.LdMatrix8x8x16bOp(True, 4)", "cute.nvgpu.warp.LdMatrix8x8x16bOp(False, 4)", "transposing"),
+    "A's ldmatrix transposed": (
+        "cute.nvgpu.warp.LdMatrix8x8x16bOp(False, 4)", "cute.nvgpu.warp.LdMatrix8x8x16bOp(True, 4)", "plain ldmatrix"),
+    "ldmatrix replaced by a plain copy": (
+        "cute.make_copy_atom(cute.nvgpu.warp.LdMatrix8x8x16bOp(True, 4), ab)",
+        "cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), ab)", "ldmatrix"),
+}
+
+
+def test_step_5_2_solution_passes(no_gpu) -> None:
+    _parts_test()
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_DSL_PARTS))
+def test_step_5_2_rejects_wrong_dsl_parts(no_gpu, name: str) -> None:
+    old, new, match = WRONG_DSL_PARTS[name]
+    with pytest.raises(AssertionError, match=match):
+        _parts_test(_host_with(old, new))
+
+
+# ---- step 5.2 (option A): the compiler's checks of cell 5, one compile for every class of mistake
+
+CPP_PARTS_PROBE = r"""
+template <class Elem, class CopyA, class CopyB, class Mma>
+__device__ void probe_parts(const Elem* A, const Elem* B, int M, int N, int K, CopyA g2s_A, CopyB g2s_B, Mma mma)
+{
+    Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, Int<1>{}));
+    Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(Int<1>{}, N));
+    Tensor gA = local_tile(mA, Shape<Int<BM>, Int<BK>>{}, make_coord(0, _));
+    Tensor gB = local_tile(mB, Shape<Int<BN>, Int<BK>>{}, make_coord(0, _));
+    check_copies_and_mma(g2s_A, g2s_B, mma, g2s_A.get_slice(threadIdx.x).partition_S(gA),
+                         g2s_B.get_slice(threadIdx.x).partition_S(gB));
+}
+using G2S = SM80_CP_ASYNC_CACHEALWAYS<uint_bit_t<16 * VEC>>;
+using AtomA = Copy_Atom<G2S, half_t>;
+#define ROWS_K(r, k) make_layout(make_shape(Int<r>{}, Int<k>{}), LayoutRight{})
+#define GOOD_A make_tiled_copy(AtomA{}, ROWS_K(32, 4), make_layout(make_shape(_1{}, Int<VEC>{})))
+#define GOOD_B make_tiled_copy(AtomA{}, make_layout(make_shape(_16{}, _8{})), make_layout(make_shape(Int<VEC>{}, _1{})))
+#define GOOD_MMA make_tiled_mma(SM80_16x8x16_F32F16F16F32_TN{}, Layout<Shape<_2, _2, _1>>{}, Tile<_32, _32, _16>{})
+__global__ void good(const half_t* A, const half_t* B, int M, int N, int K)
+{ probe_parts(A, B, M, N, K, GOOD_A, GOOD_B, GOOD_MMA); }
+"""
+
+#: kernel name -> (its copies and MMA, the message cell 5's checks must give).
+CPP_PARTS_WRONG = {
+    "a_down_rows": ("make_tiled_copy(AtomA{}, make_layout(make_shape(_32{}, _4{})), make_layout(make_shape(_1{}, Int<VEC>{}))), "
+                    "GOOD_B, GOOD_MMA", "g2s_A is not coalesced"),
+    "b_along_k": ("GOOD_A, make_tiled_copy(AtomA{}, ROWS_K(4, 32), make_layout(make_shape(Int<VEC>{}, _1{}))), GOOD_MMA",
+                  "g2s_B is not coalesced"),
+    "half_threads": ("make_tiled_copy(AtomA{}, ROWS_K(16, 4), make_layout(make_shape(_1{}, Int<VEC>{}))), GOOD_B, GOOD_MMA",
+                     "use all THREADS"),
+    "narrow_atom": ("make_tiled_copy(Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS<uint64_t>, half_t>{}, ROWS_K(32, 4), "
+                    "make_layout(make_shape(_1{}, Int<VEC>{}))), GOOD_B, GOOD_MMA", "moves VEC elements"),
+    "a_across_rows": ("make_tiled_copy(Copy_Atom<UniversalCopy<half_t>, half_t>{}, ROWS_K(16, 8), "
+                      "make_layout(make_shape(Int<VEC>{}, _1{}))), GOOD_B, GOOD_MMA", "neighbours along K"),
+    "warps_4x1": ("GOOD_A, GOOD_B, make_tiled_mma(SM80_16x8x16_F32F16F16F32_TN{}, Layout<Shape<_4, _1, _1>>{}, "
+                  "Tile<_64, _16, _16>{})", "2 x 2 warps"),
+    "tile_32x64": ("GOOD_A, GOOD_B, make_tiled_mma(SM80_16x8x16_F32F16F16F32_TN{}, Layout<Shape<_2, _2, _1>>{}, "
+                   "Tile<_32, _64, _16>{})", "tile is (32, 32, 16)"),
+}
+
+
+@pytest.mark.slow
+def test_step_5_2_compiler_checks_name_each_broken_rule() -> None:
+    """One small compile (no GEMM kernel) of cell 5's checks on the right copies and MMA and on one wrong version
+    per class of mistake: the right one passes, each wrong one fails with its rule's message."""
+    import gemmlab
+
+    ns = _run_files(["gemm_cpp_tiles", "gemm_cpp_partitions"])
+    kernels = "".join(f"__global__ void {name}(const half_t* A, const half_t* B, int M, int N, int K)\n"
+                      f"{{ probe_parts(A, B, M, N, K, {parts}); }}\n" for name, (parts, _) in CPP_PARTS_WRONG.items())
+    source = ns["GEMM05_CPP_TILES"] + ns["GEMM05_CPP_CHECKS"] + CPP_PARTS_PROBE
+    gemmlab.compile(source, "good", arch="sm_90a")                      # the right parts pass every check
+    with pytest.raises(gemmlab.CompileError) as err:
+        gemmlab.compile(source + kernels, "good", arch="sm_90a")
+    log = str(err.value)
+    for name, (_, message) in CPP_PARTS_WRONG.items():
+        assert message in log, f"{name}: no {message!r} among the compiler's errors:\n{log[:3000]}"
+
+
+def test_step_5_2_refuses_preprocessor_lines_in_a_cpp_part(no_gpu) -> None:
+    ns = _run_files(STEP_CONTEXT + CPP_5_1 + STEP_CHECKS)
+    ns["GEMM05_CPP_COPIES"] = "#if 0\n    auto g2s_A = 0;\n#endif\n"
+    with pytest.raises(AssertionError, match="preprocessor"):
+        ns["check_cpp_parts"]("C++ (option A)")
+
+
+# ---- step 5.3: the instructions its kernel must hold (read from the PTX before any GPU part)
+
+def test_step_5_3_technique_needs_tensor_cores_ldmatrix_and_cp_async_of_the_right_width(no_gpu) -> None:
+    import torch
+
+    ns = _run_files(STEP_CONTEXT + STEP_CHECKS)
+    need = ns["require_technique"]
+    good = ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1}, {%r1}, {%r2}, {%f1};\n"
+            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1}, [%r2];\nldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+            "{%r3}, [%r4];\ncp.async.ca.shared.global [%r5], [%rd1], 16;\n")
+    need("A", good, 8, torch.float16)
+    for ptx, vec, dtype, match in [
+        (good.replace("cp.async.ca.shared.global [%r5], [%rd1], 16;", "ld.global.v4.u32 {%r1}, [%rd1];"), 8,
+         torch.float16, "cp.async"),
+        (good, 4, torch.float16, "8-byte cp.async"),                          # a 16-byte copy on 8-byte rows
+        (good, 1, torch.float16, "plain 2-byte"),                             # cp.async where rows are 2-byte aligned
+        (good.replace(".trans", ""), 8, torch.float16, "transposing"),
+        (good.replace("ldmatrix", "ld.shared.v4"), 8, torch.float16, "ldmatrix"),
+        (good, 8, torch.bfloat16, "bf16"),                                   # an fp16 MMA in the bf16 kernel
+    ]:
+        with pytest.raises(AssertionError, match=match):
+            need("A", ptx, vec, dtype)
+
+
+@pytest.mark.slow
+def test_step_5_3_technique_passes_the_dsl_solution(no_gpu) -> None:
+    """The real PTX of option B's solution, every variant the test reads, passes require_technique."""
+    ns = _run_files(STEP_CONTEXT + ["gemm_dsl_load_tile", "gemm_dsl_host", "gemm_dsl_kernel", "gemm_dsl_first_tile",
+                                    "gemm_dsl"] + ["build_dsl"] + STEP_CHECKS)
+    for vec, dtype in ns["CPP_VARIANTS"]:
+        ns["require_technique"]("B", ns["dsl_ptx"](vec, dtype), vec, dtype)
+
+
+# ---- what the release (placeholders in every answer cell) scores on the CPU tests of the steps
+
+def _release_answers() -> dict[str, str]:
+    import nbformat
+
+    from tests.support import ROOT
+
+    nb = nbformat.read(ROOT / "course" / NB / f"{NB}.ipynb", as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+@pytest.mark.parametrize("test", ["test_tile_order", "test_copies_and_mma_slow"])
+def test_the_release_scores_nothing_on_the_cpu_steps(no_gpu, test: str) -> None:
+    answers = _release_answers()
+    cells = STEP_CONTEXT + ["gemm_cpp_load_tile", "gemm_cpp", "gemm_dsl_load_tile", "gemm_dsl_host"]
+    with pytest.raises(Exception, match="Neither option"):
+        _run_files(cells + ["dsl_step_facts"] + STEP_CHECKS + [test], {g: answers[g] for g in cells if g in answers})

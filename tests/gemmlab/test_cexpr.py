@@ -48,7 +48,10 @@ def test_a_non_string_is_refused_with_a_gemmlab_error() -> None:
 
 def test_min_and_max_are_cudas_device_functions_of_two_ints() -> None:
     assert np.array_equal(cexpr.evaluate("min(r, 2) + max(c - 1, 0)", r=np.arange(4), c=np.arange(4)), [0, 1, 3, 4])
-    for expr in ("min(r)", "min(r, c, 1)", "abs(r)", "r.min()"):
+    for expr in ("min(r)", "min(r, c, 1)"):
+        with pytest.raises(cexpr.CExpressionError, match="takes 2 arguments"):
+            cexpr.evaluate(expr, r=np.arange(3), c=np.arange(3))
+    for expr in ("abs(r)", "r.min()"):
         with pytest.raises(cexpr.CExpressionError, match="not allowed"):
             cexpr.evaluate(expr, r=np.arange(3), c=np.arange(3))
 
@@ -103,3 +106,12 @@ def test_a_missing_parameter_and_a_non_string_are_refused() -> None:
         cexpr.evaluate_function("int f(int a, int b) { return a + b; }", "f", a=1)
     with pytest.raises(GemmlabError, match="string"):
         cexpr.evaluate_function(None, "f", a=1)  # type: ignore[arg-type]
+
+def test_named_functions_are_called_only_when_given_and_with_their_arity() -> None:
+    got = cexpr.evaluate("min(r - 3, 2) * 2", functions={"min": np.minimum}, r=np.arange(6))
+    assert got.tolist() == [-6, -4, -2, 0, 2, 4]
+    with pytest.raises(cexpr.CExpressionError, match="takes 2 arguments"):
+        cexpr.evaluate("min(r)", functions={"min": np.minimum}, r=1)
+    with pytest.raises(cexpr.CExpressionError, match="not allowed"):
+        cexpr.evaluate("abs(r)", r=1)
+    assert cexpr.evaluate("abs(r - 3)", functions={"abs": np.absolute}, r=np.arange(5)).tolist() == [3, 2, 1, 0, 1]

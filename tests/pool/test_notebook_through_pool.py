@@ -29,7 +29,7 @@ from tests.support import grading_fixtures as gf  # noqa: E402
 
 A = "05_global_gemm"
 #: 05's graded tests whose GPU work is all check_gemm and bench_gemm (``gpu_graded(..., pool=True)``).
-POOL_TESTS = ("test_gemm_correct_slow", "test_perf_bar_slow")
+POOL_TESTS = ("test_one_k_tile_slow", "test_gemm_correct_slow", "test_perf_bar_slow")
 CELL_TIMEOUT_S = 900
 
 

@@ -1,0 +1,168 @@
+"""Notebook 06's graded CPU tests reject plausible wrong answers (and accept right ones).
+
+Exercise 2 (the performance equation and the choice of tile and stages) runs its own cells with a wrong
+answer in place of the solution; the graded test cell (visible and hidden tests) must fail, and the visible
+part alone where marked. The pipelined kernel's correctness test reads the kernel's PTX before its GPU part:
+a DSL kernel whose main loop waits for every copy fails it on the CPU. The kernel's results are checked on a
+GPU (tests/course/test_gpu_pipelining.py).
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+from tests.support.graded_cells import cells_by_grade_id, python, run_cells, visible_part
+
+matplotlib.use("Agg")
+NB = "06_pipelining"
+PLAN_CELLS = ["setup", "register_budget", "tile_budget", "plan", "plan_checker", "test_plan"]
+CHOOSE_CELLS = ["setup", "register_budget", "tile_budget", "plan", "plan_checker", "choose_config", "test_choose_config"]
+
+
+def _solution(gid: str) -> str:
+    return cells_by_grade_id(NB)[gid]
+
+
+def _swap(gid: str, old: str, new: str) -> str:
+    source = _solution(gid)
+    assert source.count(old) == 1, (gid, old)
+    return source.replace(old, new)
+
+
+# (answer cell, name) -> (the wrong source, must the visible tests already fail it?)
+WRONG = {
+    ("plan", "ring alone, no room for the epilogue's tile"): (
+        _swap("plan", "smem = max(STAGES * (BM + BN) * BK * 2, BM * BN * 2)", "smem = STAGES * (BM + BN) * BK * 2"), False),
+    ("plan", "registers without addresses and loop state"): (
+        _swap("plan", "registers_per_thread(BM, BN, WARPS_M, WARPS_N).values()) + 40",
+              "registers_per_thread(BM, BN, WARPS_M, WARPS_N).values())"), True),
+    ("plan", "CTAs per SM from the per-block limit"): (
+        _swap("plan", 'per_sm = min(hw["smem_per_sm"] // smem,', 'per_sm = min(hw["smem_per_block"] // smem,'), False),
+    ("plan", "stages from the MMA time alone"): (
+        _swap("plan", '/ max(t_mma, t_load))\n', '/ t_mma)\n'), True),
+    ("plan", "the ring never limits"): (
+        _swap("plan", 't_tile = max(t_mma, t_load, (hw["latency_us"] + t_load) / (STAGES - 1))',
+              "t_tile = max(t_mma, t_load)"), True),
+    ("plan", "a wave takes one CTA's time"): (
+        _swap("plan", "time_us=math.ceil(ctas / wave) * c * math.ceil(K / BK) * t_tile",
+              "time_us=math.ceil(ctas / wave) * math.ceil(K / BK) * t_tile"), True),
+    ("plan", "a full last wave counted as empty"): (
+        _swap("plan", "last_wave_full=(ctas % wave or wave) / wave", "last_wave_full=(ctas % wave) / wave"), False),
+    ("plan", "more than 255 registers still fit"): (
+        _swap("plan", 'fits=smem <= hw["smem_per_block"] and regs <= 255 and per_sm >= 1',
+              'fits=smem <= hw["smem_per_block"] and per_sm >= 1'), False),
+    ("plan", "the H100's rates whatever the machine"): (
+        _swap("plan", "def plan(BM, BN, BK, STAGES, WARPS_M, WARPS_N, M=4096, N=4096, K=4096, hw=H100):",
+              "def plan(BM, BN, BK, STAGES, WARPS_M, WARPS_N, M=4096, N=4096, K=4096, hw=H100):\n    hw = H100"), False),
+    ("plan", "shared memory in KB"): (
+        _swap("plan", "return dict(smem_bytes=smem,", "return dict(smem_kb=smem / 1024,"), True),
+    ("plan", "K ignored (4096 always)"): (
+        _swap("plan", "math.ceil(K / BK)", "math.ceil(4096 / BK)"), True),
+
+    ("choose_config", "the smaller BK among equals"): (
+        _swap("choose_config", "options.append((p[\"time_us\"], -BK,", "options.append((p[\"time_us\"], BK,"), True),
+    ("choose_config", "no tolerance: the smallest time wins"): (
+        _swap("choose_config", "o[0] <= 1.01 * fastest", "o[0] <= fastest"), False),
+    ("choose_config", "more stages among equals"): (
+        _swap("choose_config", "-BK, stages, index,", "-BK, -stages, index,"), True),
+    ("choose_config", "what does not fit counts too"): (
+        _swap("choose_config", '            if p["fits"]:\n                options.append(',
+              '            if True:\n                options.append('), True),
+    ("choose_config", "least shared memory first"): (
+        _swap("choose_config", "key=lambda o: o[1:4])[4]",
+              "key=lambda o: (plan(*o[4][:3], o[4][3], *o[4][4:], M, N, K, hw)[\"smem_bytes\"], o[1:4]))[4]"), True),
+    ("choose_config", "the tile with the fewest stages it needs"): (
+        _swap("choose_config", 'if p["fits"]:', 'if p["fits"] and stages == max(2, min(8, p["stages_needed"])):'), False),
+}
+
+
+@pytest.mark.parametrize("exercise", ["plan", "choose_config"])
+def test_solution_passes_its_tests(exercise: str) -> None:
+    run_cells(NB, PLAN_CELLS if exercise == "plan" else CHOOSE_CELLS)
+
+
+@pytest.mark.parametrize("exercise, name", sorted(WRONG))
+def test_wrong_answer_fails(exercise: str, name: str) -> None:
+    source, visible_too = WRONG[exercise, name]
+    cells = PLAN_CELLS if exercise == "plan" else CHOOSE_CELLS
+    test = cells[-1]
+    with pytest.raises(AssertionError):
+        run_cells(NB, cells, replace={exercise: source})
+    if visible_too:
+        with pytest.raises(AssertionError):
+            run_cells(NB, cells, replace={exercise: source, test: visible_part(_solution(test))})
+
+
+def test_the_reference_is_not_in_the_students_notebook() -> None:
+    """The tests' own equation and choice live in their hidden parts: the student's notebook cannot call them."""
+    import nbformat
+
+    from tests.support import ROOT
+
+    release = nbformat.read(ROOT / "course" / NB / f"{NB}.ipynb", as_version=4)
+    text = "\n".join(c.source for c in release.cells)
+    assert "_ref_plan" not in text and "_ref_choice" not in text
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in release.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    for gid in ("plan", "choose_config"):
+        assert "raise NotImplementedError()" in answers[gid] and "math.ceil" not in answers[gid]
+    for gid in ("tile_budget", "plan_checker", "plan_table"):          # no given cell computes the equation
+        given = next(c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
+        assert "t_mma" not in given and "latency_us\"] +" not in given
+
+
+@pytest.mark.parametrize("test", ["test_plan", "test_choose_config"])
+def test_the_release_scores_nothing(test: str) -> None:
+    import nbformat
+
+    from tests.support import ROOT
+
+    release = nbformat.read(ROOT / "course" / NB / f"{NB}.ipynb", as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in release.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    cells = PLAN_CELLS if test == "test_plan" else CHOOSE_CELLS
+    with pytest.raises(Exception, match="not written yet"):
+        run_cells(NB, cells, replace={g: answers[g] for g in ("plan", "choose_config") if g in cells})
+
+
+# ------------------------------------------------------------------ the kernel's PTX, read before the GPU part
+
+KERNEL_CELLS = ["setup", "gemm06_dsl_copies", "gemm06_dsl", "gemm06_dsl_launch", "build_dsl", "gemm_helpers",
+                "test_pipeline_kernel_slow"]
+
+
+def _run_kernel_test(replace: dict[str, str] | None = None) -> dict:
+    """The correctness test of Exercise 3 with option B only (option A left alone), each cell run from a file."""
+    cells = cells_by_grade_id(NB)
+    folder = Path(tempfile.mkdtemp(prefix="gemmlab-06-kernel-"))
+    ns: dict = {"__name__": "notebook_06", "cpp_gemm": None}
+    for gid in KERNEL_CELLS:
+        source = python((replace or {}).get(gid, cells[gid]))
+        path = folder / f"{gid}.py"
+        path.write_text(source)
+        exec(compile(source, str(path), "exec"), ns)
+    return ns
+
+
+@pytest.mark.slow
+def test_kernel_test_reads_a_pipeline_in_the_dsl_solution(no_gpu) -> None:
+    ns = _run_kernel_test()
+    assert ns["dsl_gemm"] is not None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("old, new, match", [
+    # every tile waited for before its MMAs: no copy in flight while they run
+    ("cute.arch.cp_async_wait_group(STAGES - 2)\n                cute.arch.sync_threads()",
+     "cute.arch.cp_async_wait_group(0)\n                cute.arch.sync_threads()", "wait_group"),
+])
+def test_kernel_test_rejects_a_main_loop_that_is_no_pipeline(no_gpu, old: str, new: str, match: str) -> None:
+    source = cells_by_grade_id(NB)["gemm06_dsl"]
+    assert source.count(old) == 1
+    first = source.replace("cute.arch.cp_async_wait_group(STAGES - 2)      # tile 0 has landed",
+                           "cute.arch.cp_async_wait_group(0)      # tile 0 has landed")
+    with pytest.raises(AssertionError, match=match):
+        _run_kernel_test({"gemm06_dsl": first.replace(old, new)})
