@@ -206,6 +206,14 @@ KLOOP_WRONG = {
                               commit=""),
     "commit by all 32 threads": _loop(commit="    tcgen05.commit(empty + s)"),
     "acc_full never committed": _loop(after=""),
+    "waits on empty[s] (a deadlock)": _loop().replace("mbarrier_wait(full + s", "mbarrier_wait(empty + s"),
+    "always waits on full[0]": _loop().replace("mbarrier_wait(full + s", "mbarrier_wait(full"),
+    "commits to full[s]": _loop(commit="    with cute.arch.elect_one():\n        tcgen05.commit(full + s)"),
+    "acc_full committed every k-tile": _loop(commit=ELECTED + "\n    with cute.arch.elect_one():\n"
+                                                     "        tcgen05.commit(acc_full)", after=""),
+    "ACCUMULATE off at every k-tile's start": _loop().replace("t > 0 or kb > 0", "kb > 0"),
+    "every k-tile reads slot 0": _loop().replace(", kb, s]", ", kb, 0]"),
+    "every MMA on k-block 0": _loop().replace("[None, None, kb, s]", "[None, None, 0, s]"),
 }
 TMEM_ALLOC = "cute.arch.alloc_tmem(BW_TMEM_COLS, tmem_addr)"
 TMEM_LOOP = """for i in cutlass.range_constexpr(cute.size(tTt, mode=[2])):
@@ -227,6 +235,35 @@ TMEM_WRONG = {
     "only the first chunk": (None, TMEM_LOOP.replace("cute.size(tTt, mode=[2])", "1"), None),
     "loaded, never stored": (None, TMEM_LOOP.replace("    cute.autovec_copy(r16, tTg[None, None, i])", "    pass"),
                              None),
+    "chunk 0 read four times": (None, TMEM_LOOP.replace("tTt[None, None, i]", "tTt[None, None, 0]"), None),
+    "converted before the wait::ld": (None, TMEM_LOOP.replace(
+        "    cute.arch.fence_view_async_tmem_load()\n    r16.store(r32.load().to(tCgD.element_type))",
+        "    r16.store(r32.load().to(tCgD.element_type))\n    cute.arch.fence_view_async_tmem_load()"), None),
+}
+
+
+TILE = """mma.set(tcgen05.Field.ACCUMULATE, False)
+for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+    cute.gemm(mma, tAcc, tCrA[None, None, kb, 0], tCrB[None, None, kb, 0], tAcc)
+    mma.set(tcgen05.Field.ACCUMULATE, True)
+with cute.arch.elect_one():
+    tcgen05.commit(bars + 1)"""
+TILE_WRONG = {
+    "no ACCUMULATE handling": TILE.replace("mma.set(tcgen05.Field.ACCUMULATE, False)\n", "").replace(
+        "    mma.set(tcgen05.Field.ACCUMULATE, True)\n", ""),
+    "accumulates from the first MMA": TILE.replace("ACCUMULATE, False)", "ACCUMULATE, True)"),
+    "overwrites at every MMA": TILE.replace("ACCUMULATE, True)", "ACCUMULATE, False)"),
+    "every MMA on k-block 0": TILE.replace("[None, None, kb, 0]", "[None, None, 0, 0]"),
+    "B stays on k-block 0": TILE.replace("tCrB[None, None, kb, 0]", "tCrB[None, None, 0, 0]"),
+    "commit from all 32 lanes": TILE.replace("with cute.arch.elect_one():\n    tcgen05.commit(bars + 1)",
+                                             "tcgen05.commit(bars + 1)"),
+    "commit on the TMA barrier": TILE.replace("commit(bars + 1)", "commit(bars)"),
+    "a commit per MMA": """mma.set(tcgen05.Field.ACCUMULATE, False)
+for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+    cute.gemm(mma, tAcc, tCrA[None, None, kb, 0], tCrB[None, None, kb, 0], tAcc)
+    mma.set(tcgen05.Field.ACCUMULATE, True)
+    with cute.arch.elect_one():
+        tcgen05.commit(bars + 1)""",
 }
 
 
@@ -256,8 +293,31 @@ def test_tmem_wrong_answers_fail(why: str) -> None:
     assert failed == ["test_bw_tmem"], f"{why}: the TMEM test passed"
 
 
+@pytest.mark.parametrize("why", TILE_WRONG)
+def test_tile_wrong_answers_fail(why: str) -> None:
+    failed = _blackwell_fails({"hopper_bw_tile": answer("hopper_bw_tile", TILE_WRONG[why])}, ("test_bw_tile",))
+    assert failed == ["test_bw_tile"], f"{why}: the Blackwell tile test passed"
+
+
 def test_the_wrong_answers_templates_pass_unchanged() -> None:
     # the wrong answers above are edits of these templates: unedited, they must pass every Blackwell test
     replace = {"hopper_bw_kloop": answer("hopper_bw_kloop", _loop()),
-               "hopper_bw_tmem": answer("hopper_bw_tmem", TMEM_ALLOC, TMEM_LOOP, TMEM_FREE)}
-    assert _blackwell_fails(replace, ("test_bw_kloop", "test_bw_tmem", "test_bw_many_ctas")) == []
+               "hopper_bw_tmem": answer("hopper_bw_tmem", TMEM_ALLOC, TMEM_LOOP, TMEM_FREE),
+               "hopper_bw_tile": answer("hopper_bw_tile", TILE)}
+    assert _blackwell_fails(replace, ("test_bw_tile", "test_bw_kloop", "test_bw_tmem", "test_bw_many_ctas")) == []
+
+
+def test_the_blackwell_run_test_pays_only_on_an_sm100_gpu() -> None:
+    """Exercise 10's grid is graded on the CPU (test_bw_grid); test_bw_many_ctas pays for the GEMM's run on a
+    Blackwell GPU, so without one its point is not checked here and is not graded (needs_arch sm_100)."""
+    import json
+
+    from gemmlab import nbhelpers
+
+    nb = json.loads(hopper07.NOTEBOOK.read_text())
+    meta = next(c["metadata"] for c in nb["cells"]
+                if c["metadata"].get("nbgrader", {}).get("grade_id") == "test_bw_many_ctas")
+    assert meta["gemmlab"]["needs_gpu"] is True and meta["gemmlab"]["needs_arch"] == "sm_100"
+    ns = hopper07.blackwell_namespace()
+    hopper07.run(ns, ["test_bw_many_ctas"])
+    assert nbhelpers.unchecked_points().get("the Blackwell GEMM's run on many CTAs") == 1

@@ -20,8 +20,8 @@ NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 #: The parts of the Blackwell GEMM, in notebook order: three answer cells, then the given kernel.
 BW_GEMM_CELLS = ("hopper_bw_kloop", "hopper_bw_tmem", "hopper_bw_grid", "hopper_bw_gemm")
 #: Cells the Blackwell tests need, after the kernels: shapes, Exercise 7's build, the PTX reader, the checkers.
-BW_SUPPORT_CELLS = ("pipeline_shapes", "build_bw", "bw_events", "bw_grid_check_helper", "build_bw_gemm",
-                    "bw_kloop_check_helper", "bw_tmem_check_helper")
+BW_SUPPORT_CELLS = ("pipeline_shapes", "build_bw", "bw_events", "bw_tile_check_helper", "bw_grid_check_helper",
+                    "build_bw_gemm", "bw_kloop_check_helper", "bw_tmem_check_helper")
 PREAMBLE = ("import math, random, re, inspect, numpy as np, torch\nimport matplotlib\nmatplotlib.use('Agg')\n"
             "import matplotlib.pyplot as plt\nfrom IPython.display import display\nimport gemmlab\n"
             "from gemmlab import layout as L, draw, nbhelpers as nbh\nshow = plt.close\n"
@@ -50,13 +50,15 @@ def plain_namespace() -> dict:
 
 
 def blackwell_namespace(replace: dict[str, str] | None = None) -> dict:
-    """The kernels (Hopper common part, Exercise 7, the Blackwell GEMM with ``replace``d answer cells)
-    and the cells the Blackwell tests need, compiled for sm_100a."""
+    """The kernels (Hopper common part, Exercise 7's tile, the Blackwell GEMM, each with ``replace``d answer
+    cells) and the cells the Blackwell tests need, compiled for sm_100a."""
     src = cells()
     replace = replace or {}
     gemm = "\n\n".join(replace.get(gid, src[gid]) for gid in BW_GEMM_CELLS)
     ns = solution_cells.load_namespace(ASSIGNMENT, ["kernel:hopper_common", "kernel:hopper_bw_tile",
-                                                    "kernel:hopper_bw_gemm"], {"kernel:hopper_bw_gemm": gemm})
+                                                    "kernel:hopper_bw_gemm"],
+                                       {"kernel:hopper_bw_gemm": gemm,
+                                        "kernel:hopper_bw_tile": replace.get("hopper_bw_tile", src["hopper_bw_tile"])})
     exec(PREAMBLE, ns)
     return run(ns, BW_SUPPORT_CELLS)
 
