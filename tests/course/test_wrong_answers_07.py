@@ -35,6 +35,92 @@ def passes(cells: tuple[str, ...], test: str) -> None:
     hopper07.run(hopper07.plain_namespace(), [*cells, test])
 
 
+# ------------------------------------------------------------------ Exercise 0: the missing fence
+
+FENCE_CELLS = ("fences_vocabulary", "missing_fences", "fences_check_helper")
+FENCE_SOLUTION = answer("missing_fences", None, None)
+_BODY = hopper07.solution_part("missing_fences").split("### BEGIN SOLUTION\n", 1)[1].split("    ### END SOLUTION", 1)[0]
+
+
+def _fences(edit: tuple[str, str] | None = None, effect: str | None = None, body: str | None = None) -> str:
+    """The answer cell with the solution's missing_fences edited (``edit``: old, new), or another ``body``, and
+    fence_effect returning ``effect`` (a dict expression) instead."""
+    code = _BODY if body is None else body
+    if edit:
+        assert edit[0] in code, edit[0]
+        code = code.replace(*edit)
+    return answer("missing_fences", code, None if effect is None else f"return {effect}[fence]")
+
+
+FENCE_WRONG = {
+    "a sync counts as a proxy fence": _fences(('        elif verb == "fence.proxy.async":',
+                                               '        elif verb in ("fence.proxy.async", "sync"):')),
+    "a sync publishes the barrier initialisation": _fences(('        elif verb == "fence.mbarrier_init":',
+                                                            '        elif verb in ("fence.mbarrier_init", "sync"):')),
+    "a proxy fence anywhere before the read counts": _fences(('            written.clear()', '            written.add("fenced")'
+                                                             ), None, _BODY.replace(
+        "        if written & set(reads):", "        if written & set(reads) and \"fenced\" not in written:")),
+    "only the first wgmma needs its fence": _fences(('            found.append((i, "wgmma.fence"))',
+                                                     '            found.append((i, "wgmma.fence"))\n'
+                                                     '            touched.clear()')),
+    "wgmma.fence only before the very first wgmma": _fences(('            touched.update(names)', '            pass')),
+    "TMA-loaded bytes need a proxy fence before the threads read them": _fences(
+        ('        reads = names[1:] if verb == "wgmma" else names if verb in ("tcgen05.mma", "tma.store") else []',
+         '        if verb == "tma.load":\n            written.add(names[0])\n'
+         '        reads = names[1:] if verb == "wgmma" else names if verb in ("tcgen05.mma", "tma.store", "ld.shared") '
+         'else []')),
+    "one entry per buffer at risk": _fences(('        if written & set(reads):\n            found.append((i, "fence.proxy.async"))',
+                                             '        for _ in written & set(reads):\n'
+                                             '            found.append((i, "fence.proxy.async"))')),
+    "the write, not the read, is reported": _fences(('        elif verb == "st.shared":\n            written.update(names)',
+                                                     '        elif verb == "st.shared":\n            written.update(names)\n'
+                                                     '            last_write = i'), None, None).replace(
+        '            found.append((i, "fence.proxy.async"))', '            found.append((last_write, "fence.proxy.async"))'),
+    "tcgen05.mma left out of the async readers": _fences(('("tcgen05.mma", "tma.store")', '("tma.store",)')),
+    "the effects of the proxy fence and the init fence swapped": _fences(
+        None, '{"fence.mbarrier_init": "d", "wgmma.fence": "e", "fence.proxy.async": "b"}'),
+    "a fence is only slower": _fences(None, '{"fence.mbarrier_init": "b", "wgmma.fence": "c", "fence.proxy.async": "d"}'),
+    "the visible kernels' answers, looked up": answer("missing_fences", """
+known = {}
+for _ops in FENCED_KERNELS.values():
+    known[tuple(_ops)] = []
+_one = FENCED_KERNELS["Exercise 2, one tile"]
+_k = without(_one, "fence.mbarrier_init")
+known[tuple(_k)] = [(at(_k, o), "fence.mbarrier_init") for o in ("arrive bar", "tma.load sA bar", "tma.load sB bar", "wait bar")]
+_k = without(_one, "wgmma.fence")
+known[tuple(_k)] = [(at(_k, "wgmma acc sA sB", n), "wgmma.fence") for n in (1, 2, 3, 4)]
+_ws = FENCED_KERNELS["Exercise 6's consumers, two tiles"]
+_k = without(_ws, "fence.proxy.async")
+known[tuple(_k)] = [(at(_k, "tma.store sD"), "fence.proxy.async")]
+_k = without(_ws, "wgmma.fence", 2)
+known[tuple(_k)] = [(at(_k, "wgmma acc sA sB", n), "wgmma.fence") for n in (3, 4)]
+_bw = FENCED_KERNELS["Blackwell, A and B copied in by the threads"]
+_k = without(_bw, "fence.proxy.async", 2)
+known[tuple(_k)] = [(at(_k, "tcgen05.mma sA sB", 2), "fence.proxy.async")]
+known[("st.shared sD", "sync", "tma.store sD")] = [(2, "fence.proxy.async")]
+known[("fence.proxy.async", "st.shared sD", "sync", "tma.store sD")] = [(3, "fence.proxy.async")]
+return known.get(tuple(ops), [])""", None),
+}
+
+
+def test_missing_fences_solution_passes() -> None:
+    passes(FENCE_CELLS, "test_missing_fences")
+
+
+@pytest.mark.parametrize("why", FENCE_WRONG)
+def test_missing_fences_wrong_answers_fail(why: str) -> None:
+    assert FENCE_WRONG[why] != hopper07.solution_part("missing_fences"), why
+    fails(FENCE_CELLS, "test_missing_fences", {"missing_fences": FENCE_WRONG[why]})
+
+
+def test_missing_fences_wrong_effects_are_not_revealed() -> None:
+    ns = hopper07.plain_namespace()
+    with pytest.raises(AssertionError) as err:
+        hopper07.run(ns, [*FENCE_CELLS, "test_missing_fences"],
+                     {"missing_fences": FENCE_WRONG["the effects of the proxy fence and the init fence swapped"]})
+    assert not any(f'"{letter}"' in str(err.value) or f"'{letter}'" in str(err.value) for letter in "abcdef")
+
+
 # ------------------------------------------------------------------ Exercise 1: acc_owner
 
 ACC_CELLS = ("acc_owner", "acc_owner_check_helper")
