@@ -91,7 +91,7 @@ DISPLAY_ONLY_CELLS: dict[str, tuple[str, ...]] = {
     "04_mma": ("tile_check", "cta_bench"),
     "05_global_gemm": ("coalescing_timing_slow", "faulty_run"),
     "06_pipelining": ("bench_more",),
-    "07_hopper": ("deadlock_demo", "ws_sass_check", "bench_steps"),
+    "07_hopper": ("deadlock_demo", "ws_sass_check", "bench_steps", "ws_timeline_recorded"),
     "08_cuda_ladder": ("seed_fault_run",),
     "09_capstone": ("self_check", "self_speed", "self_score"),
 }
