@@ -93,7 +93,7 @@ DISPLAY_ONLY_CELLS: dict[str, tuple[str, ...]] = {
     "06_pipelining": ("bench_more",),
     "07_hopper": ("deadlock_demo", "ws_sass_check", "bench_steps", "ws_timeline_recorded"),
     "08_cuda_ladder": ("seed_fault_run",),
-    "09_capstone": ("self_check", "self_speed", "self_score"),
+    "09_capstone": ("self_check", "self_speed", "self_score", "last_wave_timeline"),
 }
 
 

@@ -15,6 +15,7 @@ import torch
 import gemmlab
 
 from tests.support import ROOT
+from tests.support.timeline_marks import marks_in, without_marks
 import solution_cells  # noqa: E402
 
 ASSIGNMENT = "07_hopper"
@@ -102,14 +103,6 @@ def test_capstone_compiles_for_sm90a_with_every_feature(kernels: dict, dtype) ->
 
 
 
-def without_marks(source: str) -> str:
-    """A DSL kernel cell's source with the timeline's marks taken out: the kernel as it was before them."""
-    out = re.sub(r"^[ \t]*tracer = marks\.begin\(\).*\n", "", source, flags=re.M)
-    out = re.sub(r"^[ \t]*tracer\.mark\(marks\.\w+\)\n?", "", out, flags=re.M)
-    assert "tracer" not in out, "a mark this helper does not know how to take out"
-    return out
-
-
 def test_the_timeline_marks_change_nothing_outside_a_timeline(kernels: dict) -> None:
     """ws_kernel's marks (gemmlab.profiling.marks) compile to nothing in the checked and timed build: the same
     SASS as the kernel without them. Compiled in for a timeline, each mark is one record (begin's START and 9 marks,
@@ -118,7 +111,7 @@ def test_the_timeline_marks_change_nothing_outside_a_timeline(kernels: dict) -> 
     from gemmlab.sass import disassembler
 
     marked = solution_cells.cell_source(ASSIGNMENT, "kernel:hopper_ws")
-    assert marked.count("tracer.mark(") == 9 and "tracer = marks.begin()" in marked
+    assert marks_in(marked) == 9 and "tracer = marks.begin()" in marked
     bare = solution_cells.load_namespace(ASSIGNMENT, ["kernel:hopper_common", "kernel:hopper_ws"],
                                          {"kernel:hopper_ws": without_marks(marked)})
     args = _tn(1024, 1024, 512)
