@@ -360,7 +360,7 @@ def _blackwell_fails(replace: dict[str, str], tests: tuple[str, ...]) -> list[st
     for test in tests:
         try:
             hopper07.run(ns, [test])
-        except AssertionError:
+        except (AssertionError, NotImplementedError):    # the release's placeholder raises the latter
             failed.append(test)
     return failed
 
@@ -407,3 +407,23 @@ def test_the_blackwell_run_test_pays_only_on_an_sm100_gpu() -> None:
     ns = hopper07.blackwell_namespace()
     hopper07.run(ns, ["test_bw_many_ctas"])
     assert nbhelpers.unchecked_points().get("the Blackwell GEMM's run on many CTAs") == 1
+
+
+# ------------------------------------------------------------------ the untouched release scores 0 on every CPU-graded test
+
+@pytest.mark.parametrize("answer_cell, cells, test", [
+    ("missing_fences", FENCE_CELLS, "test_missing_fences"), ("acc_owner", ACC_CELLS, "test_acc_owner"),
+    ("ring_waits", RING_CELLS, "test_ring_waits"), ("persistent_tiles", PERSISTENT_CELLS, "test_persistent_tiles")])
+def test_the_release_fails_the_cpu_tests(answer_cell: str, cells: tuple[str, ...], test: str) -> None:
+    from gemmlab.errors import GemmlabError
+
+    assert "raise NotImplementedError()" in hopper07.release_part(answer_cell)
+    with pytest.raises((AssertionError, NotImplementedError, GemmlabError)):    # any of them: the cell scores 0
+        hopper07.run(hopper07.plain_namespace(), [*cells, test], {answer_cell: hopper07.release_part(answer_cell)})
+
+
+def test_the_release_fails_the_blackwell_tests() -> None:
+    replace = {g: hopper07.release_part(g) for g in ("hopper_bw_tile", "hopper_bw_kloop", "hopper_bw_tmem",
+                                                     "hopper_bw_grid")}
+    tests = ("test_bw_tile", "test_bw_grid", "test_bw_kloop", "test_bw_tmem", "test_bw_many_ctas")
+    assert _blackwell_fails(replace, tests) == list(tests)

@@ -17,6 +17,7 @@ from tests.support import ROOT
 
 ASSIGNMENT = "07_hopper"
 NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+RELEASE = ROOT / "course" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 #: The parts of the Blackwell GEMM, in notebook order: three answer cells, then the given kernel.
 BW_GEMM_CELLS = ("hopper_bw_kloop", "hopper_bw_tmem", "hopper_bw_grid", "hopper_bw_gemm")
 #: Cells the Blackwell tests need, after the kernels: shapes, Exercise 7's build, the PTX reader, the checkers.
@@ -28,9 +29,9 @@ PREAMBLE = ("import math, random, re, inspect, numpy as np, torch\nimport matplo
             "GPU, ARCH, HOPPER, BLACKWELL = False, 'sm_90a', True, False\n")
 
 
-def cells() -> dict[str, str]:
-    """grade_id -> source of every cell of the solutions notebook."""
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+def cells(path=NOTEBOOK) -> dict[str, str]:
+    """grade_id -> source of every cell of the solutions notebook (or of the student release, ``path=RELEASE``)."""
+    nb = nbformat.read(path, as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells if c.metadata.get("nbgrader")}
 
 
@@ -66,3 +67,8 @@ def blackwell_namespace(replace: dict[str, str] | None = None) -> dict:
 def solution_part(grade_id: str) -> str:
     """The source of an answer cell."""
     return cells()[grade_id]
+
+
+def release_part(grade_id: str) -> str:
+    """The source of an answer cell as the student release has it (its solution replaced by the placeholder)."""
+    return cells(RELEASE)[grade_id]
