@@ -8,6 +8,7 @@ on a machine without a GPU (sm_90a, nothing runs).
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import nbformat
 
@@ -29,7 +30,7 @@ PREAMBLE = ("import math, random, re, inspect, numpy as np, torch\nimport matplo
             "GPU, ARCH, HOPPER, BLACKWELL = False, 'sm_90a', True, False\n")
 
 
-def cells(path=NOTEBOOK) -> dict[str, str]:
+def cells(path: Path = NOTEBOOK) -> dict[str, str]:
     """grade_id -> source of every cell of the solutions notebook (or of the student release, ``path=RELEASE``)."""
     nb = nbformat.read(path, as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells if c.metadata.get("nbgrader")}
