@@ -33,6 +33,8 @@ READOUTS = {name: name for name in ("gemm05_cpp", "gemm06_cpp", "gemm06_dsl", "h
 #: recording name -> index expression of notebook 03's transpose (its solution's, and the row-major start)
 TRANSPOSES = {"transpose_row_major": "NAIVE_INDEX", "transpose_swizzled": "SMEM_INDEX"}
 TIMELINES = {"hopper_ws": "hopper_ws", "capstone": "capstone"}
+#: recording name -> the names of the kernel's own states (ids 32-127), as its notebook cell passes them
+STATE_NAMES = {"capstone": {40: "store partial", 41: "add partials"}}
 TRANSPOSE_SHAPE = (4096, 4096)
 
 
@@ -101,7 +103,8 @@ def record_timeline(name: str, out: Path, capacity: int) -> str:
     fn, ns = solutions.load_kernel(solutions.assignment_of(kernel), kernel)
     convention = solutions.convention_of(fn, ns, kernel)
     try:
-        timeline = gemmlab.timeline(fn, SHAPE, convention=convention, capacity=capacity)
+        timeline = gemmlab.timeline(fn, SHAPE, convention=convention, capacity=capacity,
+                                    names=STATE_NAMES.get(name))
     except TimelineError as err:
         return f"timeline_{name}: skipped ({err})"
     path = out / f"timeline_{name}.json"

@@ -142,29 +142,33 @@ class GpuTestNotChecked(GemmlabError, AssertionError):
 VALIDATING_ENV = "NBGRADER_VALIDATING"
 
 
-def gpu_graded(points: int, what: str, pool: bool = False) -> bool:
+def gpu_graded(points: int, what: str, pool: bool = False, arch: str | None = None) -> bool:
     """True where a GPU runs this graded test: here, or the class's pool after ``gemmlab.connect`` for a test
     whose GPU work is all check_gemm and bench_gemm (``pool=True``; the tests shown to students, the grader's
-    hidden ones still need a GPU here). Elsewhere say plainly that its ``points`` are not checked, and count
-    them for ``unchecked_summary``. Under nbgrader's Validate the test fails instead
-    (:class:`GpuTestNotChecked`), with that message: Validate shows only failures, and would report "Success"
-    for a test that checked nothing of the kernel."""
-    if has_gpu():
+    hidden ones still need a GPU here). ``arch``: the test needs a GPU of that family (a compute-capability
+    prefix such as "sm_100"); on any other GPU, and on the pool, it is not checked either. Elsewhere say plainly
+    that its ``points`` are not checked, and count them for ``unchecked_summary``. Under nbgrader's Validate
+    the test fails instead (:class:`GpuTestNotChecked`), with that message: Validate shows only failures, and
+    would report "Success" for a test that checked nothing of the kernel."""
+    if has_gpu() and (arch is None or current_arch().startswith(arch)):
         _UNCHECKED.pop(what, None)
         return True
-    if _pool_runs_it(pool):
+    if arch is None and _pool_runs_it(pool):
         _UNCHECKED.pop(what, None)
         print(f"No GPU here: {what} runs on the class's GPU pool (the results name its GPU).")
         return True
-    _UNCHECKED[what] = (points, pool)
-    head = f"NOT CHECKED ({points} point{'s' if points != 1 else ''}): {what} needs a GPU"
+    _UNCHECKED[what] = (points, pool and arch is None)
+    need = f"an {arch} GPU" if arch else "a GPU"
+    head = f"NOT CHECKED ({points} point{'s' if points != 1 else ''}): {what} needs {need}"
+    here = f"this GPU is {current_arch()}" if has_gpu() else "there is none here"
+    graders = (f"The graders grade it only on {need}." if arch else "The graders' GPU checks it.")
+    where = _where_it_can_run(pool) if arch is None else ""
     if os.environ.get(VALIDATING_ENV) == "1":
         raise GpuTestNotChecked(
-            f"{head}, and this machine has none, so Validate cannot check it: the kernel only compiled, and "
-            "this says nothing about its results or its speed. The graders' GPU checks it; the notebook's "
-            f"other tests are checked here.{_where_it_can_run(pool)}")
-    print(f"{head}, and there is none here. The kernel only compiled; a pass of this cell says nothing about "
-          f"its results or its speed. The graders' GPU checks it.{_where_it_can_run(pool)}")
+            f"{head}, and {here}, so Validate cannot check it: the kernel only compiled, and this says nothing "
+            f"about its results or its speed. {graders} The notebook's other tests are checked here.{where}")
+    print(f"{head}, and {here}. The kernel only compiled; a pass of this cell says nothing about its results or "
+          f"its speed. {graders}{where}")
     return False
 
 

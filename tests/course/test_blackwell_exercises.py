@@ -23,26 +23,40 @@ def test_solution_passes_the_blackwell_test_cells(ns: dict, test_cell: str) -> N
 def test_solution_events_are_the_rings(ns: dict) -> None:
     events = [e for e in ns["bw_gemm_events"] if e != "elect"]
     k, stages = ns["BW_TEST_K_TILES"], ns["BW_STAGES"]
+    assert [e for e in events if e.startswith("init")] == [f"init {b}" for b in ns["bw_gemm_barriers"](stages)]
     waits = [e for e in events if e.startswith("wait ")]
-    assert waits == ([f"wait {((t // stages) % 2) ^ 1}" for t in range(k)]        # producer: empty[s]
-                     + [f"wait {(t // stages) % 2}" for t in range(k)] + ["wait 0"])   # MMA warp, epilogue
-    assert events.count("commit") == k + 1 and events.count("mma") == 4 * k and events.count("tma") == 2 * k
+    assert waits == ([f"wait empty[{t % stages}] {((t // stages) % 2) ^ 1}" for t in range(k)]      # producer
+                     + [f"wait full[{t % stages}] {(t // stages) % 2}" for t in range(k)]         # MMA warp
+                     + ["wait acc_full 0"])                                                     # epilogue
+    assert [e for e in events if e.startswith("commit")] == [f"commit empty[{t % stages}]" for t in range(k)] + \
+        ["commit acc_full"]
+    assert events.count("mma") == 4 * k and events.count("tma") == 2 * k
 
 
-def test_event_reader_resolves_registers_and_immediates(ns: dict) -> None:
+def test_event_reader_resolves_registers_immediates_and_barriers(ns: dict) -> None:
     ptx = """
+    shfl.sync.idx.b32 	%r1, %r18, 0, 31, -1;
+    add.s32 	%r29, %r1, 16;
+    mov.b32 	%r30, %r29;
+    mbarrier.init.shared.b64 	[%r1], %r21;
+    mbarrier.init.shared.b64 	[%r1+16], %r21;
     mov.b32 	%r22, 256;
     tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 	[%r2], %r22;
     mbarrier.try_wait.parity.shared.b64 P1, [%r1+8], 1, 10000000;
-    mbarrier.try_wait.parity.shared.b64 P1, [%r1], %r9, 10000000;
+    mbarrier.try_wait.parity.shared.b64 P1, [%r30], %r9, 10000000;
     elect.sync 	%r61|%p32, -1;
     tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 	[%r29];
-    tcgen05.ld.sync.aligned.32x32b.x16.b32 {%r1}, [%r54];
+    tcgen05.ld.sync.aligned.32x32b.x16.b32 {%r40, %r41}, [%r54];
+    add.s32 	%r55, %r54, 16;
+    tcgen05.ld.sync.aligned.32x32b.x16.b32 {%r42, %r43}, [%r55];
+    cvt.rn.f16x2.f32 	%r44, %r43, %r42;
     tcgen05.wait::ld.sync.aligned;
     tcgen05.dealloc.cta_group::1.sync.aligned.b32 	%r8, %r22;
     """
-    assert ns["tcgen05_events"](ptx) == ["alloc 256", "wait 1", "wait ?", "elect", "commit", "ld x16", "wait::ld",
-                                         "dealloc 256"]
+    assert ns["tcgen05_events"](ptx, ("full", "empty")) == [
+        "init full", "init empty", "alloc 256", "wait bar@8 1", "wait empty ?", "elect", "commit empty", "ld x16",
+        "ld x16", "wait::ld", "dealloc 256"]
+    assert ns["tmem_loads"](ptx) == [(("%r54", 0), 16, False), (("%r54", 16), 16, True)]   # converted before the wait
 
 
 @pytest.mark.gpu
@@ -69,7 +83,7 @@ def test_operand_check_fails_the_k_loops_that_the_events_cannot_tell_apart(ns: d
     assert check(ptx, k, stages)
     ops = ns["bw_mma_operands"](ptx)
     per_tile = len(ops) // k
-    assert [f for _, f in ops] == ["0"] + ["-1"] * (len(ops) - 1)
+    assert [f for _, _, f in ops] == ["0"] + ["-1"] * (len(ops) - 1)
     mma = [m.start() for m in re.finditer(r"tcgen05\.mma", ptx)]
 
     def set_pred(text: str, index: int, value: str) -> str:

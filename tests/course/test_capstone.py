@@ -18,6 +18,7 @@ import pytest
 
 from tests.support import ROOT
 import solution_cells  # noqa: E402
+from tests.support.timeline_marks import marks_in, without_marks
 
 from autograder import leaderboard as lb  # noqa: E402
 
@@ -65,6 +66,28 @@ def test_solution_compiles_for_sm90a_with_its_hopper_features() -> None:
             assert wgmma_waits(k.sass()) == (4, 1), "ptxas serialized the wgmmas (25% slower in bf16 on an H100)"
 
 
+
+def test_the_timeline_marks_change_nothing_outside_a_timeline() -> None:
+    """The capstone's marks (its warps' states for section 5's timeline) compile to nothing in the checked and timed
+    builds: each build's SASS is the same as without them. With a timeline recording, each mark is one record."""
+    from gemmlab.profiling import switch
+    from gemmlab.sass import disassembler
+
+    marked = solution_cells.cell_source(ASSIGNMENT, "kernel:capstone")
+    assert marks_in(marked) == 8 and "tracer = marks.begin()" in marked
+    plain = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"])["capstone_compile"]("sm_90a")
+    bare = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"],
+                                         {"kernel:capstone": without_marks(marked)})["capstone_compile"]("sm_90a")
+    assert len(plain) == len(bare) == 4
+    for k, b in zip(plain, bare):
+        assert "globaltimer" not in k.ptx and k.resources == b.resources
+        if disassembler() is not None:
+            assert k.sass() == b.sass(), "the marks changed the machine code of a plain build"
+    with switch.tracing():
+        traced = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"])["capstone_compile"]("sm_90a")
+    # begin's START, the producer's 3 marks, MMA and EPILOGUE, DONE; the stream-K builds also both fix-up states
+    assert [k.ptx.count("%globaltimer") for k in traced] == [7, 9, 7, 9]
+
 def _namespace(fake_gemmlab, gpu: bool, monkeypatch: pytest.MonkeyPatch, submission: bool = True) -> dict:
     """The names the graded cells use, as the notebook's setup and helper cells define them. The graded
     cells check correctness with nbhelpers.require_correct, which calls gemmlab.check_gemm: the fake's
@@ -76,27 +99,42 @@ def _namespace(fake_gemmlab, gpu: bool, monkeypatch: pytest.MonkeyPatch, submiss
     monkeypatch.setattr(nbh, "gpu_graded", lambda points, what, pool=False: gpu)    # GPU or not, as the test says
 
     ns: dict = {}
-    exec("import json, math, random, time\nimport torch", ns)
+    exec("import json, math, random, re, time\nimport torch", ns)
     ns.update(gemmlab=fake_gemmlab, nbh=nbh, GPU=gpu, ARCH="sm_90a", CAPSTONE_DESCRIPTION="test kernel | fast",
               capstone_gemm=None, capstone_compile=None)
     if submission:
         def capstone_gemm(A, B, D):
             D.copy_(A)  # never called: the fake check and bench do not run it
 
-        ns.update(capstone_gemm=capstone_gemm, capstone_compile=lambda arch: [types.SimpleNamespace(ptx=".entry x")])
+        ns.update(capstone_gemm=capstone_gemm, capstone_compile=lambda arch: [types.SimpleNamespace(ptx=GEMM_PTX)])
     cells = _by_id()
     exec(cells["test_helpers"].source, ns)
     exec(cells["scoring"].source.split("for _ratios")[0], ns)
     return ns
 
 
-def _fake_gemmlab(ratios: dict, passed: bool = True):
+#: The PTX of a kernel that loads, multiply-accumulates in a loop and stores: what the build test looks for.
+GEMM_PTX = """.visible .entry gemm(
+$L__BB0_2:
+\tld.global.nc.v4.u32 \t{%r1, %r2, %r3, %r4}, [%rd5];
+\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
+\t@%p1 bra \t$L__BB0_2;
+\tst.global.v4.f32 \t[%rd7], {%f1, %f2, %f3, %f4};
+\tret;
+"""
+
+
+def _fake_gemmlab(ratios: dict, passed: bool = True, benched: list | None = None):
+    """check_gemm passing (or not) and bench_gemm answering ``ratios[(nominal size, dtype)]``; ``benched`` collects
+    each timed call's (shape, dtype, seed)."""
     def check_gemm(fn, dtype=None, shapes=None, timeout_s=None, **_):
         return types.SimpleNamespace(passed=passed, __str__=lambda self: "table")
 
-    def bench_gemm(fn, shape, dtype, label=""):
+    def bench_gemm(fn, shape, dtype, label="", seed=None):
         name = str(dtype).replace("torch.", "")
-        r = ratios[(shape[0], name)]
+        if benched is not None:
+            benched.append((tuple(shape), name, seed))
+        r = ratios[(lb.nominal_size({"shape": list(shape)}), name)]
         return types.SimpleNamespace(shape=tuple(shape), dtype=name, ratio=r, tflops=600 * r, cublas_tflops=600.0,
                                      device="NVIDIA H100 80GB HBM3", ratio_low=r - 0.005, ratio_high=r + 0.006,
                                      rounds=12, spread_text=lambda: "96% interval, 12 rounds")
@@ -136,6 +174,95 @@ def test_speed_cell_points_follow_the_documented_scale_and_the_record_parses(r40
     assert record["score"] == pytest.approx(score, abs=1e-4) and record["points"] == points
     assert record["description"] == "test kernel | fast" and "H100" in record["device"]
 
+
+
+def test_speed_cell_times_the_shapes_and_inputs_drawn_from_the_graders_secret(monkeypatch) -> None:
+    """With GEMMLAB_LEADERBOARD_SECRET (the grader's judge alone has it) the four timed problems are the drawn shapes,
+    each timed on inputs from its drawn seed; the record names each run's nominal size, which the leaderboard groups
+    by. The same secret draws the same problems (every student of one grading run, and a regrade)."""
+    from gemmlab.leaderboard_draw import SECRET_ENV, draw_runs
+
+    monkeypatch.setenv(SECRET_ENV, "the secret of this grading run")
+    drawn = draw_runs("the secret of this grading run")
+    assert all(r.shape != (r.nominal,) * 3 and r.seed is not None for r in drawn)
+    ratios = {(4096, "float16"): 0.95, (4096, "bfloat16"): 0.93, (8192, "float16"): 1.01, (8192, "bfloat16"): 0.99}
+    benched: list = []
+    ns = _namespace(_fake_gemmlab(ratios, benched=benched), gpu=True, monkeypatch=monkeypatch)
+    text, points = _run_speed_cell(ns)
+    assert benched == [(r.shape, r.dtype, r.seed) for r in drawn]
+    record = lb.parse_record({"outputs": [{"output_type": "stream", "name": "stdout", "text": text}]})
+    assert [(run["shape"], run["nominal"]) for run in record["runs"]] == [(list(r.shape), r.nominal) for r in drawn]
+    assert lb.ratios_of(record) == pytest.approx(ratios, abs=1e-4)
+    assert points == ns["speed_points"](math.exp(sum(map(math.log, ratios.values())) / 4))
+    benched.clear()
+    monkeypatch.delenv(SECRET_ENV)
+    _run_speed_cell(_namespace(_fake_gemmlab(ratios, benched=benched), gpu=True, monkeypatch=monkeypatch))
+    assert benched == [((n,) * 3, d, None) for n in (4096, 8192) for d in ("float16", "bfloat16")]   # a student's run
+
+
+def _compiled(tmp_path: Path, body: str, name: str = "kern") -> object:
+    """A small CuTe DSL kernel with ``body`` (over mA, mB, mD and m, n, K), compiled for sm_90a without a GPU."""
+    import importlib.util
+    import textwrap
+
+    import torch
+
+    import gemmlab
+
+    source = "\n".join([
+        "import cuda.bindings.driver as cuda", "import cutlass", "import cutlass.cute as cute", "", "",
+        "@cute.kernel",
+        f"def {name}_kernel(mA: cute.Tensor, mB: cute.Tensor, mD: cute.Tensor):",
+        "    tx, ty, _ = cute.arch.thread_idx()", "    m, n = ty, tx", "    M, K = mA.shape", "    N = mB.shape[0]",
+        textwrap.indent(textwrap.dedent(body), "    "), "", "",
+        "@cute.jit",
+        f"def {name}(mA: cute.Tensor, mB: cute.Tensor, mD: cute.Tensor, stream: cuda.CUstream):",
+        f"    {name}_kernel(mA, mB, mD).launch(grid=[1, 1, 1], block=[16, 16, 1], stream=stream)", ""])
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = [torch.empty(s, dtype=torch.float16) for s in ((16, 32), (16, 32), (16, 16))]
+    return gemmlab.dsl.compile(getattr(module, name), *args, arch="sm_90a")
+
+
+NOT_GEMMS = {
+    "an empty kernel": "pass",
+    "a copy": "if m < M and n < N:\n    mD[m, n] = mA[m, n]",
+    "one product, no loop over K": "if m < M and n < N:\n    mD[m, n] = (mA[m, 0].to(cutlass.Float32) * "
+                                   "mB[n, 0].to(cutlass.Float32)).to(mD.element_type)",
+    "sums K products, never stores them": "acc = cutlass.Float32(0.0)\nfor k in range(K):\n"
+                                          "    acc += mA[m, k].to(cutlass.Float32) * mB[n, k].to(cutlass.Float32)",
+}
+
+
+@pytest.mark.parametrize("what", NOT_GEMMS)
+def test_the_build_test_refuses_a_kernel_that_is_not_a_gemm(what: str, tmp_path: Path, monkeypatch) -> None:
+    kernel = _compiled(tmp_path, NOT_GEMMS[what], name=f"k{list(NOT_GEMMS).index(what)}")
+    ns = _namespace(_fake_gemmlab({}), gpu=False, monkeypatch=monkeypatch)
+    ns["capstone_compile"] = lambda arch: [kernel]
+    assert ns["gemm_kernel_problems"](kernel)
+    with pytest.raises(AssertionError, match="none of the kernels capstone_compile returned is a GEMM kernel"):
+        exec(_by_id()[lb.BUILD_CELL].source, dict(ns))
+    ns["capstone_compile"] = lambda arch: ["not a kernel", kernel]
+    with pytest.raises(AssertionError, match="not a compiled kernel"):
+        exec(_by_id()[lb.BUILD_CELL].source, dict(ns))
+
+
+def test_the_build_test_takes_any_real_gemm_kernel(tmp_path: Path, monkeypatch) -> None:
+    """A plain SIMT GEMM (fp32 FMAs in its K loop) and the solution's TMA + wgmma kernels are GEMM kernels; beside
+    them a helper kernel that is not one (a copy) does no harm."""
+    simt = _compiled(tmp_path, "if m < M and n < N:\n    acc = cutlass.Float32(0.0)\n    for k in range(K):\n"
+                               "        acc += mA[m, k].to(cutlass.Float32) * mB[n, k].to(cutlass.Float32)\n"
+                               "    mD[m, n] = acc.to(mD.element_type)", name="simt")
+    copy = _compiled(tmp_path, NOT_GEMMS["a copy"], name="copy")
+    ns = _namespace(_fake_gemmlab({}), gpu=False, monkeypatch=monkeypatch)
+    assert ns["gemm_kernel_problems"](simt) == []
+    solution = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"])["capstone_compile"]("sm_90a")
+    assert [ns["gemm_kernel_problems"](k) for k in solution] == [[]] * 4
+    ns["capstone_compile"] = lambda arch: [copy, simt]
+    exec(_by_id()[lb.BUILD_CELL].source, dict(ns))
 
 def test_speed_cell_without_gpu_passes_with_no_value_and_no_record(monkeypatch) -> None:
     ns = _namespace(_fake_gemmlab({}), gpu=False, monkeypatch=monkeypatch)

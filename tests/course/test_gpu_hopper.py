@@ -95,3 +95,19 @@ def test_blackwell_tile_runs_on_blackwell() -> None:
     for dtype in (torch.float16, torch.bfloat16):
         result = gemmlab.check_gemm(ns["hopper_bw_tile"], dtype=dtype, shapes=[(128, 128, 64)], timeout_s=60)
         assert result.passed, str(result)
+
+
+def test_the_warp_specialised_kernels_timeline_shows_each_role_in_its_states(ns: dict) -> None:
+    """gemmlab.timeline on the solution's hopper_ws (the notebook's timeline cell): the producer warp loads and waits
+    for slots, the consumer warps wait for tiles, issue wgmmas, wait for them and run the epilogue; every mark is
+    reached by whole warps and no warp runs out of records at 4096³."""
+    import gemmlab
+
+    roles = gemmlab.profiling.roles(producer=[0], idle=[1, 2, 3], consumers_1=range(4, 8), consumers_2=range(8, 12))
+    timeline = gemmlab.timeline(ns["hopper_ws"], (4096, 4096, 4096), capacity=2048, ctas=4)
+    assert timeline.source == "measured" and timeline.warps_per_cta == 12 and timeline.partial_marks == 0
+    assert not [w for w in timeline.warnings() if "of the launch's" not in w], timeline.warnings()   # 4 CTAs traced
+    shares = timeline.breakdown(timeline.ctas[0], roles)
+    assert {"WAIT_SLOT", "LOAD"} <= set(shares["producer"])
+    for group in ("consumers 1", "consumers 2"):
+        assert {"WAIT_LOAD", "MMA", "WAIT_MMA", "EPILOGUE"} <= set(shares[group]), shares[group]

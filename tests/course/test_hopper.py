@@ -15,6 +15,7 @@ import torch
 import gemmlab
 
 from tests.support import ROOT
+from tests.support.timeline_marks import marks_in, without_marks
 import solution_cells  # noqa: E402
 
 ASSIGNMENT = "07_hopper"
@@ -100,6 +101,28 @@ def test_capstone_compiles_for_sm90a_with_every_feature(kernels: dict, dtype) ->
     assert k.resources is None or not k.resources.spills
     _assert_wgmmas_pipelined(k)
 
+
+
+def test_the_timeline_marks_change_nothing_outside_a_timeline(kernels: dict) -> None:
+    """ws_kernel's marks (gemmlab.profiling.marks) compile to nothing in the checked and timed build: the same
+    SASS as the kernel without them. Compiled in for a timeline, each mark is one record (begin's START and 9 marks,
+    the loops' marks once each: the loops are not unrolled)."""
+    from gemmlab.profiling import switch
+    from gemmlab.sass import disassembler
+
+    marked = solution_cells.cell_source(ASSIGNMENT, "kernel:hopper_ws")
+    assert marks_in(marked) == 9 and "tracer = marks.begin()" in marked
+    bare = solution_cells.load_namespace(ASSIGNMENT, ["kernel:hopper_common", "kernel:hopper_ws"],
+                                         {"kernel:hopper_ws": without_marks(marked)})
+    args = _tn(1024, 1024, 512)
+    plain = gemmlab.dsl.compile(kernels["ws_jit"], *args, arch="sm_90a")
+    unmarked = gemmlab.dsl.compile(bare["ws_jit"], *args, arch="sm_90a")
+    assert "globaltimer" not in plain.ptx and plain.resources == unmarked.resources
+    if disassembler() is not None:
+        assert plain.sass() == unmarked.sass(), "the marks changed the machine code of the plain build"
+    with switch.tracing():
+        traced = gemmlab.dsl.compile(kernels["ws_jit"], *args, arch="sm_90a")
+    assert traced.ptx.count("%globaltimer") == 10
 
 def _assert_wgmmas_pipelined(k) -> None:
     """ptxas must issue a k-tile's four wgmmas back to back and wait once: serialized (a wait after

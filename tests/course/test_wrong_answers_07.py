@@ -35,6 +35,92 @@ def passes(cells: tuple[str, ...], test: str) -> None:
     hopper07.run(hopper07.plain_namespace(), [*cells, test])
 
 
+# ------------------------------------------------------------------ Exercise 0: the missing fence
+
+FENCE_CELLS = ("fences_vocabulary", "missing_fences", "fences_check_helper")
+FENCE_SOLUTION = answer("missing_fences", None, None)
+_BODY = hopper07.solution_part("missing_fences").split("### BEGIN SOLUTION\n", 1)[1].split("    ### END SOLUTION", 1)[0]
+
+
+def _fences(edit: tuple[str, str] | None = None, effect: str | None = None, body: str | None = None) -> str:
+    """The answer cell with the solution's missing_fences edited (``edit``: old, new), or another ``body``, and
+    fence_effect returning ``effect`` (a dict expression) instead."""
+    code = _BODY if body is None else body
+    if edit:
+        assert edit[0] in code, edit[0]
+        code = code.replace(*edit)
+    return answer("missing_fences", code, None if effect is None else f"return {effect}[fence]")
+
+
+FENCE_WRONG = {
+    "a sync counts as a proxy fence": _fences(('        elif verb == "fence.proxy.async":',
+                                               '        elif verb in ("fence.proxy.async", "sync"):')),
+    "a sync publishes the barrier initialisation": _fences(('        elif verb == "fence.mbarrier_init":',
+                                                            '        elif verb in ("fence.mbarrier_init", "sync"):')),
+    "a proxy fence anywhere before the read counts": _fences(('            written.clear()', '            written.add("fenced")'
+                                                             ), None, _BODY.replace(
+        "        if written & set(reads):", "        if written & set(reads) and \"fenced\" not in written:")),
+    "only the first wgmma needs its fence": _fences(('            found.append((i, "wgmma.fence"))',
+                                                     '            found.append((i, "wgmma.fence"))\n'
+                                                     '            touched.clear()')),
+    "wgmma.fence only before the very first wgmma": _fences(('            touched.update(names)', '            pass')),
+    "TMA-loaded bytes need a proxy fence before the threads read them": _fences(
+        ('        reads = names[1:] if verb == "wgmma" else names if verb in ("tcgen05.mma", "tma.store") else []',
+         '        if verb == "tma.load":\n            written.add(names[0])\n'
+         '        reads = names[1:] if verb == "wgmma" else names if verb in ("tcgen05.mma", "tma.store", "ld.shared") '
+         'else []')),
+    "one entry per buffer at risk": _fences(('        if written & set(reads):\n            found.append((i, "fence.proxy.async"))',
+                                             '        for _ in written & set(reads):\n'
+                                             '            found.append((i, "fence.proxy.async"))')),
+    "the write, not the read, is reported": _fences(('        elif verb == "st.shared":\n            written.update(names)',
+                                                     '        elif verb == "st.shared":\n            written.update(names)\n'
+                                                     '            last_write = i'), None, None).replace(
+        '            found.append((i, "fence.proxy.async"))', '            found.append((last_write, "fence.proxy.async"))'),
+    "tcgen05.mma left out of the async readers": _fences(('("tcgen05.mma", "tma.store")', '("tma.store",)')),
+    "the effects of the proxy fence and the init fence swapped": _fences(
+        None, '{"fence.mbarrier_init": "d", "wgmma.fence": "e", "fence.proxy.async": "b"}'),
+    "a fence is only slower": _fences(None, '{"fence.mbarrier_init": "b", "wgmma.fence": "c", "fence.proxy.async": "d"}'),
+    "the visible kernels' answers, looked up": answer("missing_fences", """
+known = {}
+for _ops in FENCED_KERNELS.values():
+    known[tuple(_ops)] = []
+_one = FENCED_KERNELS["Exercise 2, one tile"]
+_k = without(_one, "fence.mbarrier_init")
+known[tuple(_k)] = [(at(_k, o), "fence.mbarrier_init") for o in ("arrive bar", "tma.load sA bar", "tma.load sB bar", "wait bar")]
+_k = without(_one, "wgmma.fence")
+known[tuple(_k)] = [(at(_k, "wgmma acc sA sB", n), "wgmma.fence") for n in (1, 2, 3, 4)]
+_ws = FENCED_KERNELS["Exercise 6's consumers, two tiles"]
+_k = without(_ws, "fence.proxy.async")
+known[tuple(_k)] = [(at(_k, "tma.store sD"), "fence.proxy.async")]
+_k = without(_ws, "wgmma.fence", 2)
+known[tuple(_k)] = [(at(_k, "wgmma acc sA sB", n), "wgmma.fence") for n in (3, 4)]
+_bw = FENCED_KERNELS["Blackwell, A and B copied in by the threads"]
+_k = without(_bw, "fence.proxy.async", 2)
+known[tuple(_k)] = [(at(_k, "tcgen05.mma sA sB", 2), "fence.proxy.async")]
+known[("st.shared sD", "sync", "tma.store sD")] = [(2, "fence.proxy.async")]
+known[("fence.proxy.async", "st.shared sD", "sync", "tma.store sD")] = [(3, "fence.proxy.async")]
+return known.get(tuple(ops), [])""", None),
+}
+
+
+def test_missing_fences_solution_passes() -> None:
+    passes(FENCE_CELLS, "test_missing_fences")
+
+
+@pytest.mark.parametrize("why", FENCE_WRONG)
+def test_missing_fences_wrong_answers_fail(why: str) -> None:
+    assert FENCE_WRONG[why] != hopper07.solution_part("missing_fences"), why
+    fails(FENCE_CELLS, "test_missing_fences", {"missing_fences": FENCE_WRONG[why]})
+
+
+def test_missing_fences_wrong_effects_are_not_revealed() -> None:
+    ns = hopper07.plain_namespace()
+    with pytest.raises(AssertionError) as err:
+        hopper07.run(ns, [*FENCE_CELLS, "test_missing_fences"],
+                     {"missing_fences": FENCE_WRONG["the effects of the proxy fence and the init fence swapped"]})
+    assert not any(f'"{letter}"' in str(err.value) or f"'{letter}'" in str(err.value) for letter in "abcdef")
+
+
 # ------------------------------------------------------------------ Exercise 1: acc_owner
 
 ACC_CELLS = ("acc_owner", "acc_owner_check_helper")
@@ -206,6 +292,14 @@ KLOOP_WRONG = {
                               commit=""),
     "commit by all 32 threads": _loop(commit="    tcgen05.commit(empty + s)"),
     "acc_full never committed": _loop(after=""),
+    "waits on empty[s] (a deadlock)": _loop().replace("mbarrier_wait(full + s", "mbarrier_wait(empty + s"),
+    "always waits on full[0]": _loop().replace("mbarrier_wait(full + s", "mbarrier_wait(full"),
+    "commits to full[s]": _loop(commit="    with cute.arch.elect_one():\n        tcgen05.commit(full + s)"),
+    "acc_full committed every k-tile": _loop(commit=ELECTED + "\n    with cute.arch.elect_one():\n"
+                                                     "        tcgen05.commit(acc_full)", after=""),
+    "ACCUMULATE off at every k-tile's start": _loop().replace("t > 0 or kb > 0", "kb > 0"),
+    "every k-tile reads slot 0": _loop().replace(", kb, s]", ", kb, 0]"),
+    "every MMA on k-block 0": _loop().replace("[None, None, kb, s]", "[None, None, 0, s]"),
 }
 TMEM_ALLOC = "cute.arch.alloc_tmem(BW_TMEM_COLS, tmem_addr)"
 TMEM_LOOP = """for i in cutlass.range_constexpr(cute.size(tTt, mode=[2])):
@@ -227,6 +321,35 @@ TMEM_WRONG = {
     "only the first chunk": (None, TMEM_LOOP.replace("cute.size(tTt, mode=[2])", "1"), None),
     "loaded, never stored": (None, TMEM_LOOP.replace("    cute.autovec_copy(r16, tTg[None, None, i])", "    pass"),
                              None),
+    "chunk 0 read four times": (None, TMEM_LOOP.replace("tTt[None, None, i]", "tTt[None, None, 0]"), None),
+    "converted before the wait::ld": (None, TMEM_LOOP.replace(
+        "    cute.arch.fence_view_async_tmem_load()\n    r16.store(r32.load().to(tCgD.element_type))",
+        "    r16.store(r32.load().to(tCgD.element_type))\n    cute.arch.fence_view_async_tmem_load()"), None),
+}
+
+
+TILE = """mma.set(tcgen05.Field.ACCUMULATE, False)
+for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+    cute.gemm(mma, tAcc, tCrA[None, None, kb, 0], tCrB[None, None, kb, 0], tAcc)
+    mma.set(tcgen05.Field.ACCUMULATE, True)
+with cute.arch.elect_one():
+    tcgen05.commit(bars + 1)"""
+TILE_WRONG = {
+    "no ACCUMULATE handling": TILE.replace("mma.set(tcgen05.Field.ACCUMULATE, False)\n", "").replace(
+        "    mma.set(tcgen05.Field.ACCUMULATE, True)\n", ""),
+    "accumulates from the first MMA": TILE.replace("ACCUMULATE, False)", "ACCUMULATE, True)"),
+    "overwrites at every MMA": TILE.replace("ACCUMULATE, True)", "ACCUMULATE, False)"),
+    "every MMA on k-block 0": TILE.replace("[None, None, kb, 0]", "[None, None, 0, 0]"),
+    "B stays on k-block 0": TILE.replace("tCrB[None, None, kb, 0]", "tCrB[None, None, 0, 0]"),
+    "commit from all 32 lanes": TILE.replace("with cute.arch.elect_one():\n    tcgen05.commit(bars + 1)",
+                                             "tcgen05.commit(bars + 1)"),
+    "commit on the TMA barrier": TILE.replace("commit(bars + 1)", "commit(bars)"),
+    "a commit per MMA": """mma.set(tcgen05.Field.ACCUMULATE, False)
+for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+    cute.gemm(mma, tAcc, tCrA[None, None, kb, 0], tCrB[None, None, kb, 0], tAcc)
+    mma.set(tcgen05.Field.ACCUMULATE, True)
+    with cute.arch.elect_one():
+        tcgen05.commit(bars + 1)""",
 }
 
 
@@ -237,7 +360,7 @@ def _blackwell_fails(replace: dict[str, str], tests: tuple[str, ...]) -> list[st
     for test in tests:
         try:
             hopper07.run(ns, [test])
-        except AssertionError:
+        except (AssertionError, NotImplementedError):    # the release's placeholder raises the latter
             failed.append(test)
     return failed
 
@@ -256,8 +379,51 @@ def test_tmem_wrong_answers_fail(why: str) -> None:
     assert failed == ["test_bw_tmem"], f"{why}: the TMEM test passed"
 
 
+@pytest.mark.parametrize("why", TILE_WRONG)
+def test_tile_wrong_answers_fail(why: str) -> None:
+    failed = _blackwell_fails({"hopper_bw_tile": answer("hopper_bw_tile", TILE_WRONG[why])}, ("test_bw_tile",))
+    assert failed == ["test_bw_tile"], f"{why}: the Blackwell tile test passed"
+
+
 def test_the_wrong_answers_templates_pass_unchanged() -> None:
     # the wrong answers above are edits of these templates: unedited, they must pass every Blackwell test
     replace = {"hopper_bw_kloop": answer("hopper_bw_kloop", _loop()),
-               "hopper_bw_tmem": answer("hopper_bw_tmem", TMEM_ALLOC, TMEM_LOOP, TMEM_FREE)}
-    assert _blackwell_fails(replace, ("test_bw_kloop", "test_bw_tmem", "test_bw_many_ctas")) == []
+               "hopper_bw_tmem": answer("hopper_bw_tmem", TMEM_ALLOC, TMEM_LOOP, TMEM_FREE),
+               "hopper_bw_tile": answer("hopper_bw_tile", TILE)}
+    assert _blackwell_fails(replace, ("test_bw_tile", "test_bw_kloop", "test_bw_tmem", "test_bw_many_ctas")) == []
+
+
+def test_the_blackwell_run_test_pays_only_on_an_sm100_gpu() -> None:
+    """Exercise 10's grid is graded on the CPU (test_bw_grid); test_bw_many_ctas pays for the GEMM's run on a
+    Blackwell GPU, so without one its point is not checked here and is not graded (needs_arch sm_100)."""
+    import json
+
+    from gemmlab import nbhelpers
+
+    nb = json.loads(hopper07.NOTEBOOK.read_text())
+    meta = next(c["metadata"] for c in nb["cells"]
+                if c["metadata"].get("nbgrader", {}).get("grade_id") == "test_bw_many_ctas")
+    assert meta["gemmlab"]["needs_gpu"] is True and meta["gemmlab"]["needs_arch"] == "sm_100"
+    ns = hopper07.blackwell_namespace()
+    hopper07.run(ns, ["test_bw_many_ctas"])
+    assert nbhelpers.unchecked_points().get("the Blackwell GEMM's run on many CTAs") == 1
+
+
+# ------------------------------------------------------------------ the untouched release scores 0 on every CPU-graded test
+
+@pytest.mark.parametrize("answer_cell, cells, test", [
+    ("missing_fences", FENCE_CELLS, "test_missing_fences"), ("acc_owner", ACC_CELLS, "test_acc_owner"),
+    ("ring_waits", RING_CELLS, "test_ring_waits"), ("persistent_tiles", PERSISTENT_CELLS, "test_persistent_tiles")])
+def test_the_release_fails_the_cpu_tests(answer_cell: str, cells: tuple[str, ...], test: str) -> None:
+    from gemmlab.errors import GemmlabError
+
+    assert "raise NotImplementedError()" in hopper07.release_part(answer_cell)
+    with pytest.raises((AssertionError, NotImplementedError, GemmlabError)):    # any of them: the cell scores 0
+        hopper07.run(hopper07.plain_namespace(), [*cells, test], {answer_cell: hopper07.release_part(answer_cell)})
+
+
+def test_the_release_fails_the_blackwell_tests() -> None:
+    replace = {g: hopper07.release_part(g) for g in ("hopper_bw_tile", "hopper_bw_kloop", "hopper_bw_tmem",
+                                                     "hopper_bw_grid")}
+    tests = ("test_bw_tile", "test_bw_grid", "test_bw_kloop", "test_bw_tmem", "test_bw_many_ctas")
+    assert _blackwell_fails(replace, tests) == list(tests)

@@ -166,6 +166,27 @@ def test_a_not_checked_test_says_truly_whether_the_class_pool_can_run_it(monkeyp
     assert "pool" not in capsys.readouterr().out
 
 
+
+def test_a_test_for_one_gpu_family_is_not_checked_on_another_gpu_or_on_the_pool(monkeypatch, capsys) -> None:
+    """07's Blackwell run test (``arch="sm_100"``) on a Hopper: not checked, counted, and the message says which GPU
+    grades it; with no GPU the class's pool (Hoppers) is not offered for it."""
+    monkeypatch.setattr(nbh, "_UNCHECKED", {})
+    monkeypatch.setattr(nbh, "has_gpu", lambda: True)
+    monkeypatch.setattr(nbh, "current_arch", lambda: "sm_90a")
+    assert nbh.gpu_graded(3, "the Hopper run")
+    assert not nbh.gpu_graded(1, "the Blackwell run", arch="sm_100")
+    out = capsys.readouterr().out
+    assert "NOT CHECKED (1 point): the Blackwell run needs an sm_100 GPU, and this GPU is sm_90a" in out
+    assert "The graders grade it only on an sm_100 GPU." in out
+    assert nbh.unchecked_points() == {"the Blackwell run": 1}
+    monkeypatch.setattr(nbh, "current_arch", lambda: "sm_100a")
+    assert nbh.gpu_graded(1, "the Blackwell run", arch="sm_100") and nbh.unchecked_points() == {}
+    monkeypatch.setattr(nbh, "has_gpu", lambda: False)
+    monkeypatch.setattr(nbh, "uses_pool", lambda: True)
+    assert not nbh.gpu_graded(1, "the Blackwell run", pool=True, arch="sm_100")
+    out = capsys.readouterr().out
+    assert "needs an sm_100 GPU, and there is none here" in out and "pool" not in out
+
 def test_require_correct_passes_the_check_through_and_fails_with_the_table_and_hint(monkeypatch, capsys) -> None:
     calls = []
 

@@ -8,6 +8,7 @@ on a machine without a GPU (sm_90a, nothing runs).
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import nbformat
 
@@ -17,20 +18,21 @@ from tests.support import ROOT
 
 ASSIGNMENT = "07_hopper"
 NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+RELEASE = ROOT / "course" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 #: The parts of the Blackwell GEMM, in notebook order: three answer cells, then the given kernel.
 BW_GEMM_CELLS = ("hopper_bw_kloop", "hopper_bw_tmem", "hopper_bw_grid", "hopper_bw_gemm")
 #: Cells the Blackwell tests need, after the kernels: shapes, Exercise 7's build, the PTX reader, the checkers.
-BW_SUPPORT_CELLS = ("pipeline_shapes", "build_bw", "bw_events", "bw_grid_check_helper", "build_bw_gemm",
-                    "bw_kloop_check_helper", "bw_tmem_check_helper")
+BW_SUPPORT_CELLS = ("pipeline_shapes", "build_bw", "bw_events", "bw_tile_check_helper", "bw_grid_check_helper",
+                    "build_bw_gemm", "bw_kloop_check_helper", "bw_tmem_check_helper")
 PREAMBLE = ("import math, random, re, inspect, numpy as np, torch\nimport matplotlib\nmatplotlib.use('Agg')\n"
             "import matplotlib.pyplot as plt\nfrom IPython.display import display\nimport gemmlab\n"
             "from gemmlab import layout as L, draw, nbhelpers as nbh\nshow = plt.close\n"
             "GPU, ARCH, HOPPER, BLACKWELL = False, 'sm_90a', True, False\n")
 
 
-def cells() -> dict[str, str]:
-    """grade_id -> source of every cell of the solutions notebook."""
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+def cells(path: Path = NOTEBOOK) -> dict[str, str]:
+    """grade_id -> source of every cell of the solutions notebook (or of the student release, ``path=RELEASE``)."""
+    nb = nbformat.read(path, as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells if c.metadata.get("nbgrader")}
 
 
@@ -50,13 +52,15 @@ def plain_namespace() -> dict:
 
 
 def blackwell_namespace(replace: dict[str, str] | None = None) -> dict:
-    """The kernels (Hopper common part, Exercise 7, the Blackwell GEMM with ``replace``d answer cells)
-    and the cells the Blackwell tests need, compiled for sm_100a."""
+    """The kernels (Hopper common part, Exercise 7's tile, the Blackwell GEMM, each with ``replace``d answer
+    cells) and the cells the Blackwell tests need, compiled for sm_100a."""
     src = cells()
     replace = replace or {}
     gemm = "\n\n".join(replace.get(gid, src[gid]) for gid in BW_GEMM_CELLS)
     ns = solution_cells.load_namespace(ASSIGNMENT, ["kernel:hopper_common", "kernel:hopper_bw_tile",
-                                                    "kernel:hopper_bw_gemm"], {"kernel:hopper_bw_gemm": gemm})
+                                                    "kernel:hopper_bw_gemm"],
+                                       {"kernel:hopper_bw_gemm": gemm,
+                                        "kernel:hopper_bw_tile": replace.get("hopper_bw_tile", src["hopper_bw_tile"])})
     exec(PREAMBLE, ns)
     return run(ns, BW_SUPPORT_CELLS)
 
@@ -64,3 +68,8 @@ def blackwell_namespace(replace: dict[str, str] | None = None) -> dict:
 def solution_part(grade_id: str) -> str:
     """The source of an answer cell."""
     return cells()[grade_id]
+
+
+def release_part(grade_id: str) -> str:
+    """The source of an answer cell as the student release has it (its solution replaced by the placeholder)."""
+    return cells(RELEASE)[grade_id]
