@@ -36,7 +36,7 @@ def swizzle_launch(gemm, M: int, N: int, K: int):
 
 @pytest.mark.parametrize("row_major", [False, True])
 def test_rung_5s_tile_order_is_measured_from_the_kernel(row_major: bool) -> None:
-    tags = ["kernel:ladder_launch", "kernel:ladder_wmma_common", "kernel:ladder_swizzle"]
+    tags = ["kernel:ladder_launch", "kernel:ladder_wmma_common", "kernel:ladder_dbuf", "kernel:ladder_swizzle"]
     src = S.source("08_cuda_ladder", "kernel:ladder_swizzle")
     if row_major:
         src = S.edit(src, "    return make_int2(first_m + in_band % rows, in_band / rows);",
