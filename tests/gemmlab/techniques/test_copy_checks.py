@@ -107,3 +107,13 @@ def test_loads_and_stores_are_counted_and_a_loop_the_compiler_kept_is_named() ->
 def test_a_count_that_is_no_number_of_instructions_is_refused(make) -> None:
     with pytest.raises(ValueError, match="count= is a number of instructions"):
         make()
+
+
+def test_the_first_missing_technique_is_on_the_first_line_of_the_error() -> None:
+    """A grade report shows the first line of a failed test's error: it names what is missing, not only whose."""
+    both = kernel(THROUGH_SHARED, "through_shared_and_direct")
+    with pytest.raises(T.TechniqueError) as err:
+        T.require(both, [T.no_global_loads_outside_copies(where="anywhere"), T.loads("global", count=0)],
+                  what="the copy kernel")
+    first, *rest = str(err.value).splitlines()
+    assert first.startswith("the copy kernel: in your kernel, 1 global loads") and rest[0].startswith("- found 1 loads")
