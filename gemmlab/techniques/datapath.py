@@ -237,7 +237,7 @@ def no_global_loads_outside_copies(where: str = "main_loop") -> Check:
                                 "into shared memory first, then store it from there.", back)
         return passed(name, f"every global load {PLACE[where]} goes into shared memory.")
 
-    return Check(name, "no computation straight from global memory", run)
+    return Check(name, "no computation or copy straight from global memory", run)
 
 
 def no_local_memory(where: str = "main_loop") -> Check:

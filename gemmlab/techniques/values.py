@@ -14,6 +14,7 @@ constant, an operation on other values, or a merge (phi) where paths with differ
 from __future__ import annotations
 
 import re
+import struct
 from functools import lru_cache
 from typing import Iterable, Iterator
 
@@ -540,8 +541,6 @@ def _apply(opcode: str, args: list[int | None]) -> int | None:
 
 def _half_bits(operand: str) -> int | None:
     """The 16 bits of an fp16 immediate as nvdisasm prints it (``9.5367431640625e-07`` is 0x0010), or None."""
-    import struct
-
     try:
         number = float(operand.strip())
         bits = struct.unpack("<H", struct.pack("<e", number))[0]
