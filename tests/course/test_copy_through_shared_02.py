@@ -28,7 +28,6 @@ import sys
 import numpy as np
 import pytest
 
-from tests.support import ROOT
 from tests.support.graded_cells import cells_by_grade_id, python, release_cells, run_cells
 
 NB = "02_tiled_copy"
