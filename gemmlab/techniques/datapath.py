@@ -22,22 +22,35 @@ _BY = ("cp.async", "tma", "registers", "any")
 
 def _staged_loads(program: Program, region: set[int] | None) -> tuple[list[Site], list[Site]]:
     """Global loads in ``region`` whose values are stored to shared memory, and those that feed computation."""
+    staged, direct, _ = _global_load_uses(program, region)
+    return staged, direct
+
+
+def _global_load_uses(program: Program, region: set[int] | None) -> tuple[list[Site], list[Site], list[Site]]:
+    """Global loads in ``region`` whose values are stored to shared memory, those that feed computation, and those
+    stored straight back to global memory (a copy that skips shared memory)."""
     loads = [s for s in program.sites if classify(s.ins).kind == "load" and classify(s.ins).space in ("global", "generic")
              and (region is None or s.block in region)]
     if not loads:
-        return [], []
+        return [], [], []
     wanted = {(s.block, s.index) for s in loads}
     staged: set[tuple[int, int]] = set()
     direct: set[tuple[int, int]] = set()
+    back: set[tuple[int, int]] = set()
     for s in program.sites:
         e = classify(s.ins)
-        if e.kind == "store" and e.space == "shared" and len(s.ins.operands) > 1:
-            staged |= {(o.block, o.index) for o in program.origins(s, len(s.ins.operands) - 1)} & wanted
+        if e.kind == "store" and len(s.ins.operands) > 1:
+            found = {(o.block, o.index) for o in program.origins(s, len(s.ins.operands) - 1)} & wanted
+            if e.space == "shared":
+                staged |= found
+            elif e.space in ("global", "generic"):
+                back |= found
         elif e.kind in _COMPUTE:
             for k in range(1, len(s.ins.operands)):
                 direct |= {(o.block, o.index) for o in program.origins(s, k)} & wanted
     by_key = {(s.block, s.index): s for s in loads}
-    return [by_key[k] for k in sorted(staged)], [by_key[k] for k in sorted(direct)]
+    return ([by_key[k] for k in sorted(staged)], [by_key[k] for k in sorted(direct)],
+            [by_key[k] for k in sorted(back)])
 
 
 def _describe_copies(program: Program, region: set[int] | None) -> str:
@@ -109,14 +122,14 @@ def _stores_out(p: Program, name: str, region: set[int] | None, where: str, by: 
                 only: bool, wanted: str) -> Finding:
     tma = [s for s in p.where("tma.store", where)]
     stg = [s for s in p.where("store", where) if classify(s.ins).space in ("global", "generic")]
-    from_shared = [s for s in stg if any(classify(o.ins).kind in ("load", "ldmatrix") and classify(o.ins).space == "shared"
-                                         for o in p.origins(s, len(s.ins.operands) - 1))]
+    from_shared = [s for s in stg if _stores_shared_data(p, s)]
     candidates = {"tma": tma, "registers": from_shared, "cp.async": [], "any": tma + from_shared}[by]
     good = [s for s in candidates if by == "tma" or not bytes or classify(s.ins).bytes == bytes]
     if not good:
-        widths = sorted({classify(s.ins).bytes for s in stg})
-        seen = (f": its stores to global memory move {' and '.join(f'{w}-byte' for w in widths)} pieces "
-                f"({stg[0].ins.opcode})" if stg else "")
+        shown = from_shared or stg
+        widths = sorted({classify(s.ins).bytes for s in shown})
+        seen = (f": its stores {'of data read from shared memory ' if from_shared else ''}to global memory move "
+                f"{' and '.join(f'{w}-byte' for w in widths)} pieces ({shown[0].ins.opcode})" if shown else "")
         return failed(name, f"no {wanted} {PLACE[where]}{seen}.", stg)
     if only:
         bad = [s for s in tma + from_shared if s not in good]
@@ -126,10 +139,13 @@ def _stores_out(p: Program, name: str, region: set[int] | None, where: str, by: 
     return passed(name, f"{len(good)} {wanted} {PLACE[where]}.", good)
 
 
-def _access(kind: str, space: str, bytes: int | None, where: str, every: bool) -> Check:
+def _access(kind: str, space: str, bytes: int | None, where: str, every: bool, count: int | None) -> Check:
     check_where(where)
+    if count is not None and (not isinstance(count, int) or count < 0):
+        raise ValueError("count= is a number of instructions, 0 or more")
     verb = "stores" if kind == "store" else "loads"
-    name = signature(verb, space=space, bytes=bytes, where=where if where != "anywhere" else None, every=every or None)
+    name = signature(verb, space=space, bytes=bytes, where=where if where != "anywhere" else None, every=every or None,
+                     count=count)
     size = f"{bytes}-byte " if bytes else ""
     wanted = f"{size}{verb} {'to' if kind == 'store' else 'from'} {space} memory"
 
@@ -142,6 +158,17 @@ def _access(kind: str, space: str, bytes: int | None, where: str, every: bool) -
         good = [s for s in found if not bytes or classify(s.ins).bytes == bytes]
         widths = sorted({classify(s.ins).bytes for s in found})
         seen = ", ".join(f"{w}-byte" for w in widths) or "none"
+        if count is not None and len(good) != count:
+            looped = [s for s in good if p.graph.loop_of(s.block) is not None]
+            kept = (f" {len(looped)} of them {'sits' if len(looped) == 1 else 'sit'} in a loop the compiler kept (one "
+                    "instruction for every trip): a loop over a thread's elements whose trip count is known at compile "
+                    "time is unrolled into one instruction per element." if looped else "")
+            opcodes = ", ".join(sorted({s.ins.opcode for s in good}))
+            return failed(name, f"found {len(good)} {wanted} {PLACE[where]}{f' ({opcodes})' if opcodes else ''} where "
+                                f"{count} are expected: a thread issues one instruction for each element (or vector) it "
+                                f"{'stores' if kind == 'store' else 'loads'}.{kept}", good or found)
+        if count == 0:
+            return passed(name, f"no {wanted} {PLACE[where]}.")
         if not good:
             return failed(name, f"no {wanted} {PLACE[where]}: your kernel's {verb} there are {seen} "
                                 f"({found[0].ins.opcode if found else 'none'}). "
@@ -158,29 +185,36 @@ def _access(kind: str, space: str, bytes: int | None, where: str, every: bool) -
     return Check(name, wanted, run)
 
 
-def stores(space: str = "global", bytes: int | None = None, where: str = "anywhere", every: bool = False) -> Check:
-    """Stores to ``space`` memory of ``bytes`` per thread exist in ``where`` (``every``: all of them are that wide).
+def stores(space: str = "global", bytes: int | None = None, where: str = "anywhere", every: bool = False,
+           count: int | None = None) -> Check:
+    """Stores to ``space`` memory of ``bytes`` per thread exist in ``where`` (``every``: all of them are that wide;
+    ``count``: exactly that many such instructions, e.g. one per element of a thread's partition, 0 for none).
 
-    Reads: STG/ST/STS/STL and their width (``.128`` 16 bytes, ``.64`` 8, ``.U16`` 2, 4 without a width).
+    Reads: STG/ST/STS/STL and their width (``.128`` 16 bytes, ``.64`` 8, ``.U16`` 2, 4 without a width). A count is
+    of instructions in the machine code: an unrolled loop has one per trip, a loop the compiler kept one in all.
     """
-    return _access("store", space, bytes, where, every)
+    return _access("store", space, bytes, where, every, count)
 
 
-def loads(space: str = "global", bytes: int | None = None, where: str = "anywhere", every: bool = False) -> Check:
-    """Loads from ``space`` memory of ``bytes`` per thread exist in ``where`` (``every``: all of them are that wide).
+def loads(space: str = "global", bytes: int | None = None, where: str = "anywhere", every: bool = False,
+          count: int | None = None) -> Check:
+    """Loads from ``space`` memory of ``bytes`` per thread exist in ``where`` (``every``: all of them are that wide;
+    ``count``: exactly that many such instructions, 0 for none).
 
-    Reads: LDG/LD/LDS/LDL/LDC and their width.
+    Reads: LDG/LD/LDS/LDL/LDC and their width (cp.async is a copy, not a load into registers: see ``copies``).
     """
-    return _access("load", space, bytes, where, every)
+    return _access("load", space, bytes, where, every, count)
 
 
 def no_global_loads_outside_copies(where: str = "main_loop") -> Check:
     """Every global load in ``where`` only brings data into shared memory: no loaded value reaches an MMA or
-    an FMA except through shared memory.
+    an FMA except through shared memory, and none is stored straight back to global memory (a copy kernel's
+    data must pass through shared memory).
 
     Reads: each LDG's value, followed through moves and arithmetic to where it is used: an STS (a copy into
-    shared memory) or an HMMA/FFMA/HFMA2 operand (computation straight from global memory). Cannot see:
-    what a value means (an index read from global memory would count as data).
+    shared memory), an HMMA/FFMA/HFMA2 operand (computation straight from global memory) or an STG (a
+    global → global copy). Cannot see: what a value means (an index read from global memory would count as
+    data).
     """
     check_where(where)
     name = signature("no_global_loads_outside_copies", where=where if where != "main_loop" else None)
@@ -189,16 +223,21 @@ def no_global_loads_outside_copies(where: str = "main_loop") -> Check:
         early = no_main_loop(p, name, where)
         if early:
             return early
-        _, direct = _staged_loads(p, p.region(where))
+        _, direct, back = _global_load_uses(p, p.region(where))
         if direct:
             e = classify(direct[0].ins)
             return failed(name, f"{PLACE[where]} your kernel reads global memory straight into the computation: "
                                 f"{len(direct)} global loads ({direct[0].ins.opcode}, {e.bytes} bytes) feed the "
                                 "MMAs or FMAs directly. Copy each tile into shared memory first, then compute from "
                                 "shared memory.", direct)
+        if back:
+            e = classify(back[0].ins)
+            return failed(name, f"{PLACE[where]}, {len(back)} global loads ({back[0].ins.opcode}, {e.bytes} bytes) are "
+                                "stored straight back to global memory: that data skips shared memory. Copy the tile "
+                                "into shared memory first, then store it from there.", back)
         return passed(name, f"every global load {PLACE[where]} goes into shared memory.")
 
-    return Check(name, "no computation straight from global memory", run)
+    return Check(name, "no computation or copy straight from global memory", run)
 
 
 def no_local_memory(where: str = "main_loop") -> Check:
@@ -266,16 +305,35 @@ def warp_sectors(p: Program, site: Site) -> tuple[int, int] | None:
     return sectors, -(-WARP * width // 32)
 
 
-def coalesced(where: str = "anywhere", slack: float = 1.0) -> Check:
+def _copy_accesses(p: Program) -> set[tuple[int, int]]:
+    """The global accesses that move data between global and shared memory: cp.async sources, global loads stored
+    to shared memory, and global stores of values loaded from shared memory."""
+    staged, _ = _staged_loads(p, None)
+    out = {(s.block, s.index) for s in p.where("cp.async")} | {(s.block, s.index) for s in staged}
+    out |= {(s.block, s.index) for s in p.where("store") if classify(s.ins).space in ("global", "generic")
+            and _stores_shared_data(p, s)}
+    return out
+
+
+def _stores_shared_data(p: Program, store: Site) -> bool:
+    """Whether a store's value was read from shared memory (a copy out of a shared tile)."""
+    return any(classify(o.ins).kind in ("load", "ldmatrix") and classify(o.ins).space == "shared"
+               for o in p.origins(store, len(store.ins.operands) - 1))
+
+
+def coalesced(where: str = "anywhere", slack: float = 1.0, copies_only: bool = False) -> Check:
     """Each warp's global accesses (cp.async sources, loads, stores) touch no more 32-byte sectors than ``slack``
-    times the fewest their bytes need: consecutive lanes read or write consecutive vectors.
+    times the fewest their bytes need: consecutive lanes read or write consecutive vectors. ``copies_only``: judge
+    only the accesses that copy data between global and shared memory (cp.async sources, loads stored to shared
+    memory, stores of values read from shared memory), not others such as a test's bookkeeping stores.
 
     Reads: the address of each LDGSTS/LDG/STG evaluated for the 32 lanes of a warp (threadIdx.x = lane, the
     kernel's parameters standing for one large row pitch). Cannot see: addresses computed by operations it
     does not evaluate (those accesses are skipped), blocks narrower than 32 threads in x.
     """
     check_where(where)
-    name = signature("coalesced", where=where if where != "anywhere" else None, slack=slack if slack != 1.0 else None)
+    name = signature("coalesced", where=where if where != "anywhere" else None, slack=slack if slack != 1.0 else None,
+                     copies_only=copies_only or None)
 
     def run(p: Program) -> Finding:
         early = no_main_loop(p, name, where)
@@ -283,8 +341,11 @@ def coalesced(where: str = "anywhere", slack: float = 1.0) -> Check:
             return early
         region = p.region(where)
         judged = 0
+        copying = _copy_accesses(p) if copies_only else None
         for s in p.sites:
             if region is not None and s.block not in region:
+                continue
+            if copying is not None and (s.block, s.index) not in copying:
                 continue
             found = warp_sectors(p, s)
             if found is None:
@@ -297,9 +358,12 @@ def coalesced(where: str = "anywhere", slack: float = 1.0) -> Check:
                                     f"{sectors} 32-byte sectors where {ideal} would hold their bytes ({s.ins.opcode}): "
                                     "consecutive lanes should move consecutive vectors along a row (number the "
                                     "threads along the contiguous dimension).", [s])
+        if copying is not None and not copying:
+            return failed(name, f"{PLACE[where]} nothing is copied between global and shared memory, so no copy's "
+                                "coalescing could be judged.")
         if not judged:
-            return failed(name, f"could not follow the address of any global access {PLACE[where]} to the thread "
-                                "index.")
+            what = "copy between global and shared memory" if copies_only else "global access"
+            return failed(name, f"could not follow the address of any {what} {PLACE[where]} to the thread index.")
         return passed(name, f"{judged} global accesses {PLACE[where]}, each warp touching whole sectors.")
 
     return Check(name, "coalesced global accesses", run)

@@ -217,6 +217,9 @@ def copies_land_before_reads(pending: int = 0, where: str = "anywhere") -> Check
                                     "between the copies and cp.async.wait_group): a wait covers committed groups only, "
                                     "so shared memory is read while the copies may still be on their way.", [site])
             most = max(s.committed_data for s in states)
+            if most > pending and not p.where("async.wait"):
+                return failed(name, "your kernel never waits for its copies (no cp.async.wait_group): shared memory is "
+                                    f"read while up to {most} group(s) of copies may still be in flight.", [site])
             if most > pending:
                 return failed(name, f"shared memory is read while up to {most} group(s) of copies may still be in "
                                     f"flight: the wait before the read leaves too many pending (cp.async.wait_group N "

@@ -32,13 +32,14 @@ class TechniqueReport:
         return [(k, f) for k, f in self.findings if not f.passed]
 
     def message(self) -> str:
-        """The failures, one sentence each (the kernel named when several were read)."""
+        """The failures, one sentence each (the kernel named when several were read); the first on the first line,
+        which is what a grade report shows of a failed test."""
         kernels = {k for k, _ in self.findings}
         lines = []
         for kernel, f in self.failures():
             where = f" [{kernel}]" if len(kernels) > 1 else ""
-            lines.append(f"- {f.message}{where}")
-        return f"{self.what}:\n" + "\n".join(lines)
+            lines.append(f"{f.message}{where}")
+        return f"{self.what}: " + "\n- ".join(lines)
 
     def raise_if_failed(self) -> "TechniqueReport":
         if not self.passed:

@@ -14,6 +14,7 @@ constant, an operation on other values, or a merge (phi) where paths with differ
 from __future__ import annotations
 
 import re
+import struct
 from functools import lru_cache
 from typing import Iterable, Iterator
 
@@ -315,6 +316,10 @@ class Values:
             ca, cb, cs = self.constant(a), self.constant(b), self.constant(s)
             if ca is not None and cs is not None:
                 value = self._sum([self.const(ca << cs), b])
+        elif base == "HFMA2" and len(srcs) == 4 and {register_name(ops[i]) for i in srcs[:2]} == {"RZ"}:
+            halves = [_half_bits(ops[i]) for i in srcs[2:]]    # ptxas writes a constant as -0 * 0 + (hi, lo)
+            if None not in halves:
+                value = self.const((halves[0] << 16) | halves[1])  # type: ignore[operator]
         if value is None:
             value = self.op(ins.opcode, [src(i) for i in srcs])
         if ins.conditional:
@@ -532,6 +537,16 @@ def _apply(opcode: str, args: list[int | None]) -> int | None:
     if base in ("IABS",) and a:
         return abs(a[0]) & m
     return None
+
+
+def _half_bits(operand: str) -> int | None:
+    """The 16 bits of an fp16 immediate as nvdisasm prints it (``9.5367431640625e-07`` is 0x0010), or None."""
+    try:
+        number = float(operand.strip())
+        bits = struct.unpack("<H", struct.pack("<e", number))[0]
+    except (ValueError, OverflowError, struct.error):
+        return None
+    return bits if struct.unpack("<e", struct.pack("<H", bits))[0] == number else None
 
 
 def _lop3(a: int, b: int, c: int, lut: int) -> int:

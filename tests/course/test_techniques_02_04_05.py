@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
+import torch
 
 from gemmlab import techniques as T
 from tests.support import techniques as S
@@ -40,13 +41,28 @@ def copy_report(variant: str) -> T.TechniqueReport:
     }[variant]
     ns = S.run_sources("02", [edited])
     example = S.dsl_examples((256, 512))[0]
-    kernel = gemmlab.dsl.compile(ns["tiled_copy_dsl"], example, example.clone(), arch="sm_90a")
+    who = S.dsl_examples((256, 512), dtype=torch.int32)[0]
+    kernel = gemmlab.dsl.compile(ns["tiled_copy_dsl"], example, example.clone(), who, True, arch="sm_90a")
     return T.check(kernel, S.COPY02, what="the copy kernel (option B)")
 
 
 def test_the_copy_solution_has_every_technique() -> None:
     report = copy_report("solution")
     assert report.passed, str(report)
+
+
+def test_the_notebooks_check_lists_are_these() -> None:
+    """02's THROUGH_SHARED and 01's COPY_TECHNIQUES, as the notebooks write them."""
+    import ast
+
+    for assignment, grade_id, name, checks in (("02_tiled_copy", "copy_check_helpers", "THROUGH_SHARED", S.COPY02),
+                                               ("01_layouts_and_partitioning", "copy_helpers", "COPY_TECHNIQUES",
+                                                S.COPY01)):
+        tree = ast.parse(S.cell(assignment, grade_id))
+        (value,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and
+                    [t.id for t in n.targets if isinstance(t, ast.Name)] == [name]]
+        written = eval(compile(ast.Expression(value), name, "eval"), {"T": T})  # the list only: T's calls
+        assert [repr(c) for c in written] == [repr(c) for c in checks], (assignment, name)
 
 
 COPY_WRONG = {

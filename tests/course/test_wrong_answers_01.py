@@ -3,10 +3,15 @@
 Each wrong answer replaces the solution cell; the notebook's own test cell (visible + hidden
 tests) must fail on it, and the likeliest ones must already fail the visible tests. Exercises 1
 and 2 are worked out without the library: an answer that reaches pycute or gemmlab.layout by any
-name fails. The untouched release scores 0. The copy kernel's test runs only on a GPU
-(tests/tools/test_release.py runs the solutions there); without one its convention is checked here.
+name fails. The untouched release scores 0. The copy kernel's test reads each built option's machine code with or
+without a GPU (coalesced loads and stores; 8 loads and 16 stores per thread, one per element): each wrong kernel
+below fails without a GPU with its mistake named, among them a hostile one that writes the who map the test expects
+while it copies by contiguous blocks (correct, and uncoalesced); the copy itself and the who map are checked on a
+GPU (the marked tests here, and tests/tools/test_release.py).
 """
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -352,3 +357,103 @@ def test_the_copy_kernels_number_tiles_as_the_course_does(no_gpu: None) -> None:
     assert "bm, bn, _ = cute.arch.block_idx()" in release["copy_dsl_solution"]
     assert "cta_coord = (bm, bn)" in release["copy_dsl_solution"]
     assert "grid=(M // BM, N // BN, 1)" in release["copy_dsl_solution"]
+
+
+# ---------------------------------------------------------------- Exercise 3's kernel, from its machine code
+
+DSL = cells_by_grade_id(NB)["copy_dsl_solution"]
+CPP = cells_by_grade_id(NB)["copy_cpp_solution"]
+DSL_LOOP = ("    for i in cutlass.range_constexpr(cute.size(tTgS)):\n"
+            "        tTgD[i] = tTgS[i]\n"
+            "        tTgW[i] = tidx\n")
+BLOCKS = "cute.local_tile({}, (4, 2), (tidx // 32, tidx % 32))"     # a thread's own contiguous 4 x 2 block
+
+
+def _edit(source: str, *pairs: tuple[str, str]) -> str:
+    for old, new in pairs:
+        assert source.count(old) == 1, f"the solution no longer holds {old!r} once: update the wrong answer"
+        source = source.replace(old, new)
+    return source
+
+
+#: DSL wrong answers (option A the release's placeholder) -> what the failure says.
+WRONG_DSL_COPY = {
+    "one element per thread": (_edit(DSL, (DSL_LOOP, "    tTgD[0] = tTgS[0]\n    tTgW[0] = tidx\n")),
+                               "found 1 loads from global memory in your kernel"),
+    "who not written": (_edit(DSL, ("        tTgW[i] = tidx\n", "")),
+                        "found 8 stores to global memory in your kernel (STG.E) where 16 are expected"),
+    "a contiguous block per thread (local_tile)": (_edit(DSL, *[(f"tTg{t} = cute.local_partition(g{t}, thr_layout, tidx)",
+                                                                 f"tTg{t} = " + BLOCKS.format(f"g{t}")) for t in "SDW"]),
+                                                   "touch 8 32-byte sectors where 4 would hold their bytes"),
+    "threads numbered down the columns": (_edit(DSL, ("    gS = cute.local_tile(mS, (BM, BN), cta_coord)\n",
+                                                      "    thr_layout = cute.make_layout((8, 32), stride=(1, 8))\n"
+                                                      "    gS = cute.local_tile(mS, (BM, BN), cta_coord)\n")),
+                                          "touch 8 32-byte sectors where 4 would hold their bytes"),
+    # hostile: the who map the test expects, from local_partition, while the data moves by contiguous blocks: the
+    # copy is right and the map is right, so only the machine code tells
+    "who map as expected, data copied by blocks": (_edit(DSL, *[(f"tTg{t} = cute.local_partition(g{t}, thr_layout, tidx)",
+                                                                 f"tTg{t} = " + BLOCKS.format(f"g{t}")) for t in "SD"]),
+                                                   "touch 8 32-byte sectors where 4 would hold their bytes"),
+}
+
+#: C++ wrong answers (option B the placeholder): a compile of a few seconds each.
+WRONG_CPP_COPY = {
+    "who not written": (_edit(CPP, ("        tTgW(i) = threadIdx.x;\n", "")),
+                        "found 8 stores to global memory in your kernel (STG.E) where 16 are expected"),
+    "threads numbered down the columns": (_edit(CPP, ("Tensor tTgS = local_partition(gS, thr_layout, threadIdx.x);",
+                                                      "Tensor tTgS = local_partition(gS, make_layout(make_shape(Int<8>{}, "
+                                                      "Int<32>{})), threadIdx.x);")),
+                                          "touch 8 32-byte sectors where 4 would hold their bytes"),
+    "the loop kept rolled": (_edit(CPP, ("    CUTE_UNROLL\n", "    #pragma unroll 1\n")),
+                             "sits in a loop the compiler kept"),
+}
+
+
+def _copy_test(folder, replace: dict[str, str]) -> None:
+    run_cells(NB, COPY_CELLS, replace=replace, folder=folder)
+
+
+def test_the_copy_kernels_pass_what_a_cpu_checks(no_gpu: None, tmp_path) -> None:
+    _copy_test(tmp_path, {})
+
+
+#: Each wrong kernel in its option's cell, the other option left as released; C++ ones cost a compile each.
+WRONG_COPY = [pytest.param("copy_dsl_solution", WRONG_DSL_COPY[n], id=f"DSL: {n}") for n in WRONG_DSL_COPY] + [
+    pytest.param("copy_cpp_solution", WRONG_CPP_COPY[n], id=f"C++: {n}", marks=pytest.mark.slow) for n in WRONG_CPP_COPY]
+
+
+@pytest.mark.parametrize("cell, wrong", WRONG_COPY)
+def test_a_wrong_copy_kernel_fails_without_a_gpu(no_gpu: None, tmp_path, cell: str, wrong: tuple[str, str]) -> None:
+    source, says = wrong
+    other = "copy_cpp_solution" if cell == "copy_dsl_solution" else "copy_dsl_solution"
+    with pytest.raises(AssertionError, match=re.escape(says)):
+        _copy_test(tmp_path, {cell: source, other: release_cells(NB)[other]})
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_hostile_copy_is_correct_and_its_who_map_right_and_still_fails(tmp_path) -> None:
+    """What the machine code adds: on a GPU this kernel's copy and who map are both what the test wants."""
+    wrong, says = WRONG_DSL_COPY["who map as expected, data copied by blocks"]
+    ns = run_cells(NB, COPY_CELLS[:-1], replace={"copy_dsl_solution": wrong, "copy_cpp_solution":
+                                                 release_cells(NB)["copy_cpp_solution"]}, folder=tmp_path)
+    result = ns["copy_check"]("DSL", [(96, 256)])
+    assert result.passed, result
+    import numpy as np
+
+    assert np.array_equal(result.who((96, 256)), np.tile(ns["predicted_owner"](), (3, 4)))
+    with pytest.raises(AssertionError, match=re.escape(says)):
+        run_cells(NB, ["test_copy_kernel_slow"], namespace=ns)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_graded_both_copy_kernels_pass_in_the_judge() -> None:
+    """Through the real grader on a GPU: the judge reads the machine code of its own C++ compile and of the DSL
+    kernel's image, and replays the DSL kernel's launches held to the same checks; full marks for the copy test."""
+    pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
+    from tests.support.course_grading import bwrap_missing, grade
+
+    if why := bwrap_missing():
+        pytest.skip(f"no usable bubblewrap: {why}")
+    cells = grade(NB, gpu="0")
+    test = cells["test_copy_kernel_slow"]
+    assert test.status == "passed" and test.score == test.points and test.judged, test

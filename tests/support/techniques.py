@@ -84,9 +84,12 @@ def pipeline_checks(stages: int) -> list[T.Check]:
 GEMM06 = [T.fragments_by("ldmatrix", operands="AB", x=4), T.stores("global", bytes=16, where="epilogue"),
           T.mma("m16n8k16", where="main_loop", only=True)]
 
+#: 02 Exercise 2's THROUGH_SHARED (the notebook's list; tests/course/test_techniques_02_04_05.py checks they agree).
 COPY02 = [T.copies("global", "shared", by="cp.async", bytes=16, only=True), T.copies_land_before_reads(pending=0),
           T.copies("shared", "global", by="registers", bytes=16, only=True),
-          T.no_global_loads_outside_copies(where="anywhere"), T.coalesced()]
+          T.no_global_loads_outside_copies(where="anywhere"), T.coalesced(copies_only=True)]
+#: 01 Exercise 3's COPY_TECHNIQUES.
+COPY01 = [T.coalesced(), T.loads("global", count=8), T.stores("global", count=16)]
 
 SMEM08 = [T.copies("global", "shared", by="registers", where="main_loop"), T.no_global_loads_outside_copies()]
 WMMA08 = [T.copies("global", "shared", by="registers", bytes=16, where="main_loop"),
@@ -110,5 +113,5 @@ def bw_gemm07(stages: int, k_tiles: int) -> list[T.Check]:
             T.commits_once_per_warp(), T.ring_waits(stages), T.tmem_allocated(128), T.tmem_read_out(4)]
 
 
-__all__ = ["BW_TILE07", "COPY02", "CTA04", "GEMM05", "GEMM06", "MMA_TILE04", "SMEM08", "WMMA08", "WS07", "bw_gemm07",
+__all__ = ["BW_TILE07", "COPY01", "COPY02", "CTA04", "GEMM05", "GEMM06", "MMA_TILE04", "SMEM08", "WMMA08", "WS07", "bw_gemm07",
            "cell", "dsl_examples", "run_sources", "edit", "failures", "namespace", "pipeline_checks", "source"]
