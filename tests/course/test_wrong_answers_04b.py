@@ -248,6 +248,15 @@ def test_cta_kernel_wrong_answers_fail_without_a_gpu(notebook, no_gpu, kernel: s
 
 
 @pytest.mark.slow
+def test_cta_kernel_with_warps_interleaved_along_m_only_is_left_to_the_gpu(notebook, no_gpu) -> None:
+    """What the machine code cannot show: rows apart by a run-time pitch. Blocks along N with the integer tile along M
+    keep each thread's columns within 32, so the kernel passes without a GPU; the warp check on a GPU fails it
+    (tests/course/test_gpu_mma04.py)."""
+    _, graded = notebook
+    _graded_kernel(graded, K.compiled("cta_dsl", "blocks along N only"))
+
+
+@pytest.mark.slow
 def test_cta_kernel_forged_ptx_changes_nothing(notebook, no_gpu, monkeypatch) -> None:
     """B loaded by a plain copy, with PTX text that shows every ldmatrix.x4 the solution has: judged on its SASS."""
     import gemmlab.dsl.core as core

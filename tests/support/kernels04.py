@@ -52,6 +52,7 @@ KERNELS: dict[str, tuple[str, str, str, dict[str, list[tuple[str, str]]]]] = {
         "integer tile": [(_CTA_PERM_DSL, "perm = (64, 64, 16)")],
         "no permutation": [(_CTA_MMA_DSL, "tiled_mma = cute.make_tiled_mma(op, cute.make_layout((2, 2, 1)))")],
         "blocks along M only": [(_CTA_PERM_DSL, "perm = (cute.make_layout((16, 2, 2), stride=(1, 32, 16)), 64, 16)")],
+        "blocks along N only": [(_CTA_PERM_DSL, "perm = (64, cute.make_layout((8, 2, 4), stride=(1, 32, 8)), 16)")],
         "B by plain copy": [(_CTA_B_DSL, "s2r_B = cute.make_tiled_copy_B(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), "
                                          "mA.element_type), tiled_mma)")],
         "B by ldmatrix.x2": [(_CTA_B_DSL, "s2r_B = cute.make_tiled_copy_B(cute.make_copy_atom("
