@@ -4,7 +4,8 @@
 SASS names the MMA's shape in its opcode: ``HMMA.16816.F32`` is ``mma.sync.m16n8k16`` with fp32
 accumulators, ``HMMA.1688`` is m16n8k8, ``HGMMA.64x128x16.F32`` is a wgmma of 64×128×16, ``UTCHMMA`` a
 tcgen05.mma. A WMMA 16×16×16 becomes two ``HMMA.16816``. Counts are of instructions in the machine code,
-so a loop the compiler unrolled multiplies them (``per_mma`` asks for a ratio instead); an instruction that never runs (``@!PT``) is not counted.
+so a loop the compiler unrolled multiplies them (``per_mma`` asks for a ratio instead); an instruction that
+never runs (``@!PT``) is not counted.
 """
 from __future__ import annotations
 

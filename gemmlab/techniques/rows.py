@@ -104,7 +104,8 @@ def stores_per_row(run: int | None = None, within: int | None = None, row_bytes:
     """
     if run is None and within is None:
         raise ValueError("stores_per_row needs run= (bytes of one contiguous run per row) or within= (bytes)")
-    if any(v is not None and (not isinstance(v, int) or v <= 0) for v in (run, within, row_bytes)):
+    if any(v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0)
+           for v in (run, within, row_bytes)):
         raise ValueError("run=, within= and row_bytes= are positive numbers of bytes")
     check_where(where)
     name = signature("stores_per_row", run=run, within=within, row_bytes=row_bytes,
@@ -123,8 +124,8 @@ def stores_per_row(run: int | None = None, within: int | None = None, row_bytes:
         for row in rows:
             opcode = row.sites[0].ins.opcode
             if run is not None and not (row.contiguous and row.span == run):
-                return failed(name, f"{PLACE[where]} {whose} write a row at byte offsets {_offsets(row)} from the first "
-                                    f"({_widths(row)}, {opcode}): not one run of {run} contiguous bytes.",
+                return failed(name, f"{PLACE[where]} {whose} write a row at byte offsets {_offsets(row)} from the "
+                                    f"first ({_widths(row)}, {opcode}): not one run of {run} contiguous bytes.",
                               list(row.sites))
             if within is not None and row.span > within:
                 return failed(name, f"{PLACE[where]} {whose} spread over {row.span} bytes of one row (at byte offsets "

@@ -129,8 +129,9 @@ CHEATS_04 = (
     "_T.require = lambda *a, **k: None\n"
     "_T.check = lambda *a, **k: None\n"
     "import gemmlab.dsl.core as _core\n"
-    "_core.DslKernel.ptx = property(lambda self: '.entry k() { ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1}, [%r2]; '\n"
-    "                                            'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 }')\n")
+    "_core.DslKernel.ptx = property(lambda self: '.entry k() { '\n"
+    "    'ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1}, [%r2]; '\n"
+    "    'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 }')\n")
 
 
 def _graded_with_cheats(monkeypatch, assignment: str, wrong: tuple[str, str, str], cheat_cell: str) -> dict:
@@ -165,7 +166,7 @@ def test_a_dsl_kernels_machine_code_is_read_in_the_judge_where_forged_ptx_and_a_
     the judge holds a handle and disassembles its image itself. Every other test passes (the C++ options are the
     judge's own compiles)."""
     cells = _graded_with_cheats(monkeypatch, "04_mma", ("mma_tile_dsl", "(16, 8, 16)", "(16, 8, 8)"), "spot_answer")
-    tile = cells["test_mma_tile"]     # a technique error's first line names the kernel, the lines after it what is missing
+    tile = cells["test_mma_tile"]     # a technique error's first line names the kernel, the next ones what is amiss
     assert tile.status == "failed" and tile.ename == "TechniqueError" and "m16n8k8" in tile.evalue, tile
     assert all(c.status == "passed" for g, c in cells.items() if g != "test_mma_tile"), [
         (c.grade_id, c.status, c.message[:200]) for c in cells.values()]
@@ -176,7 +177,8 @@ def test_04b_cta_kernel_loading_b_without_ldmatrix_fails_in_the_judge_whatever_i
     """Notebook 04b as it is, graded: the DSL option of the CTA kernel loading B with a plain copy (where its PTX is
     forged to show ldmatrix.x4 and the helpers are redefined) fails on its machine code; every other test passes."""
     b_copy = ("s2r_B = cute.make_tiled_copy_B(ldsm, tiled_mma)",
-              "s2r_B = cute.make_tiled_copy_B(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mA.element_type), tiled_mma)")
+              "s2r_B = cute.make_tiled_copy_B(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mA.element_type), "
+              "tiled_mma)")
     cells = _graded_with_cheats(monkeypatch, "04b_tiled_mma", ("cta_dsl", *b_copy), "cta_dsl")
     cta = cells["test_cta_kernel_slow"]
     assert cta.status == "failed" and cta.ename == "TechniqueError" and "not from ldmatrix.x4" in cta.evalue, cta

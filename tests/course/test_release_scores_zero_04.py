@@ -2,9 +2,9 @@
 
 The release (course/) runs top to bottom in one namespace, without a GPU, each cell from a file of its own (the
 CuTe DSL reads its functions' source); its graded cells are replaced by the instructor's (hidden tests included),
-as nbgrader restores them. Every given cell must run (a student sees no traceback there before answering; an answer
-cell's placeholder may raise), and every graded cell must raise: placeholders earn nothing, whatever a check reads (values, C expressions, or a
-kernel's machine code, where no kernel was built).
+as nbgrader restores them. Every given cell must run (a student sees no traceback there before answering; an
+answer cell's placeholder may raise), and every graded cell must raise: placeholders earn nothing, whatever a check
+reads (values, C expressions, or a kernel's machine code, where no kernel was built).
 """
 from __future__ import annotations
 

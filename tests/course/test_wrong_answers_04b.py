@@ -38,7 +38,8 @@ def notebook():
     with gpu_hidden():
         ns, graded = notebook_namespace(NB, CONTEXT)
         # The check list of the CTA kernel's test, without compiling the notebook's kernels.
-        run_cell(ns, "cta_checks", cells_by_grade_id(NB)["cta_check"].split("CTA_OPTIONS =")[0], Path(tempfile.mkdtemp()))
+        checks = cells_by_grade_id(NB)["cta_check"].split("CTA_OPTIONS =")[0]
+        run_cell(ns, "cta_checks", checks, Path(tempfile.mkdtemp()))
         yield ns, graded
 
 

@@ -40,7 +40,8 @@ KERNELS: dict[str, tuple[str, str, str, dict[str, list[tuple[str, str]]]]] = {
     }),
     "tile_dsl": ("04_mma", "kernel:mma04_tile_dsl", "mma_tile_dsl", {
         "solution": [],
-        "m16n8k8 atom": [("(cutlass.Float16, cutlass.Float32, (16, 8, 16))", "(cutlass.Float16, cutlass.Float32, (16, 8, 8))")],
+        "m16n8k8 atom": [("(cutlass.Float16, cutlass.Float32, (16, 8, 16))",
+                          "(cutlass.Float16, cutlass.Float32, (16, 8, 8))")],
     }),
     "tile_cpp": ("04_mma", "kernel:mma04_tile_cpp", "MMA_TILE_CPP", {
         "solution": [],
@@ -53,8 +54,8 @@ KERNELS: dict[str, tuple[str, str, str, dict[str, list[tuple[str, str]]]]] = {
         "no permutation": [(_CTA_MMA_DSL, "tiled_mma = cute.make_tiled_mma(op, cute.make_layout((2, 2, 1)))")],
         "blocks along M only": [(_CTA_PERM_DSL, "perm = (cute.make_layout((16, 2, 2), stride=(1, 32, 16)), 64, 16)")],
         "blocks along N only": [(_CTA_PERM_DSL, "perm = (64, cute.make_layout((8, 2, 4), stride=(1, 32, 8)), 16)")],
-        "B by plain copy": [(_CTA_B_DSL, "s2r_B = cute.make_tiled_copy_B(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), "
-                                         "mA.element_type), tiled_mma)")],
+        "B by plain copy": [(_CTA_B_DSL, "s2r_B = cute.make_tiled_copy_B(cute.make_copy_atom("
+                                         "cute.nvgpu.CopyUniversalOp(), mA.element_type), tiled_mma)")],
         "B by ldmatrix.x2": [(_CTA_B_DSL, "s2r_B = cute.make_tiled_copy_B(cute.make_copy_atom("
                                           "cute.nvgpu.warp.LdMatrix8x8x16bOp(False, 2), mA.element_type), tiled_mma)")],
     }),
@@ -64,7 +65,7 @@ KERNELS: dict[str, tuple[str, str, str, dict[str, list[tuple[str, str]]]]] = {
         # without the permutation a warp's B is too narrow for ldmatrix.x4: CuTe refuses it at compile time
         "no permutation, B by ldmatrix.x2": [(",\n                                  " + _CTA_TILE_CPP, ""),
                                              (_CTA_B_CPP, _CTA_B_CPP.replace("U32x4", "U32x2"))],
-        "B by plain copy": [(_CTA_B_CPP, "auto s2r_b = make_tiled_copy_B(Copy_Atom<UniversalCopy<half_t>, half_t>{}, mma);")],
+        "B by plain copy": [(_CTA_B_CPP, _CTA_B_CPP.replace("SM75_U32x4_LDSM_N", "UniversalCopy<half_t>"))],
     }),
 }
 
