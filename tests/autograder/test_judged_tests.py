@@ -184,3 +184,42 @@ def test_04b_cta_kernel_loading_b_without_ldmatrix_fails_in_the_judge_whatever_i
     assert cta.status == "failed" and cta.ename == "TechniqueError" and "not from ldmatrix.x4" in cta.evalue, cta
     assert all(c.status == "passed" for g, c in cells.items() if g != "test_cta_kernel_slow"), [
         (c.grade_id, c.status, c.message[:200]) for c in cells.values()]
+
+
+#: 04b's CTA kernel with the warps' blocks along N only (the integer tile along M): its machine code passes (rows apart
+#: by a run-time pitch are not compared), so only the GPU's check of which warp writes what can fail it.
+M_INTERLEAVED = ("cta_dsl", "perm = (cute.make_layout((16, 2, 2), stride=(1, 32, 16)), "
+                 "cute.make_layout((8, 2, 4), stride=(1, 32, 8)), 16)",
+                 "perm = (64, cute.make_layout((8, 2, 4), stride=(1, 32, 8)), 16)")
+
+
+@needs_bwrap
+@pytest.mark.gpu
+@pytest.mark.parametrize("assignment, wrong, failing, phrase", [
+    ("04_mma", None, None, ""),
+    ("04b_tiled_mma", None, None, ""),
+    ("04b_tiled_mma", M_INTERLEAVED, "test_cta_kernel_slow", "not one 32x32 block"),
+], ids=["04-solved", "04b-solved", "04b-warps-interleaved-along-M"])
+def test_04_and_04b_graded_on_a_gpu(assignment: str, wrong: tuple[str, str, str] | None, failing: str | None,
+                                    phrase: str) -> None:
+    """On a GPU the kernel tests run whole in the judge: machine code, check_gemm on replayed launches (each held to
+    the checks its kernel passed) and which thread or warp writes what. The solutions earn full marks; a CTA kernel
+    whose machine code passes but whose warps interleave along M loses its test there."""
+    from tests.support import grading_fixtures as gf
+
+    name, source, release = gf.course_parts(assignment)
+    nb = gf.solved(source, release)
+    if wrong is not None:
+        by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
+        cell, old, new = wrong
+        text = "".join(by_id[cell]["source"])
+        assert text.count(old) == 1, f"{assignment}'s {cell} no longer holds {old!r} once: update the test"
+        by_id[cell]["source"] = text.replace(old, new)
+    job = GradeJob("gpu", assignment, "t", {name: NotebookParts(source, release, nb)}).on("0", "test")
+    result = grade_submission(job)
+    report = [(c.grade_id, c.status, c.evalue[:300]) for c in result.cells]
+    for cell in result.cells:
+        if cell.grade_id == failing:
+            assert cell.status == "failed" and phrase in cell.evalue, report
+        else:
+            assert cell.status == "passed", report
