@@ -36,6 +36,7 @@ from .pipeline import commits_per_stage, copies_land_before_reads, pipelined, re
 from .probe import TileOrder, probe_tile_order
 from .program import Program
 from .report import TechniqueError, TechniqueReport
+from .rows import stores_per_row
 from .tcgen05 import (accumulates_after_first, commits_once_per_warp, mma_per_k_block, ring_waits, tmem_allocated,
                       tmem_read_out)
 from .trace import Trace
@@ -83,5 +84,5 @@ __all__ = ["Check", "Finding", "MachineCode", "Program", "TargetError", "Techniq
            "accumulates_after_first", "check", "coalesced", "commits_once_per_warp", "commits_per_stage", "copies",
            "copies_land_before_reads", "events", "fragments_by", "instruction_counts", "instructions", "loads", "machine_code", "mma",
            "mma_per_k_block", "no_global_loads_outside_copies", "no_local_memory", "pipelined", "probe_tile_order", "programs",
-           "releases_after_wgmma_wait", "require", "ring_waits", "stores", "tmem_allocated", "tmem_read_out",
+           "releases_after_wgmma_wait", "require", "ring_waits", "stores", "stores_per_row", "tmem_allocated", "tmem_read_out",
            "waits_in_main_loop"]

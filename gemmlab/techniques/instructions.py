@@ -4,9 +4,12 @@
 SASS names the MMA's shape in its opcode: ``HMMA.16816.F32`` is ``mma.sync.m16n8k16`` with fp32
 accumulators, ``HMMA.1688`` is m16n8k8, ``HGMMA.64x128x16.F32`` is a wgmma of 64×128×16, ``UTCHMMA`` a
 tcgen05.mma. A WMMA 16×16×16 becomes two ``HMMA.16816``. Counts are of instructions in the machine code,
-so a loop the compiler unrolled multiplies them; an instruction that never runs (``@!PT``) is not counted.
+so a loop the compiler unrolled multiplies them (``per_mma`` asks for a ratio instead); an instruction that
+never runs (``@!PT``) is not counted.
 """
 from __future__ import annotations
+
+from fractions import Fraction
 
 from .check import PLACE, Check, Finding, check_where, failed, no_main_loop, passed, signature
 from .program import Program, Site
@@ -78,27 +81,57 @@ def mma(kind: str = "any", count: int | None = None, at_least: int | None = 1, w
 
 
 def instructions(kind: str, count: int | None = None, at_least: int | None = 1, where: str = "anywhere",
-                 detail: str | None = None) -> Check:
+                 detail: str | None = None, per_mma: float | Fraction | None = None) -> Check:
     """Instructions of a kind of :data:`gemmlab.techniques.semantics.KINDS` in ``where``: exactly ``count``
     or ``at_least``; ``detail`` narrows it (``"multicast"`` for TMA loads, ``"increase"``/``"decrease"`` for
-    setmaxnreg, ``"remote"`` for an arrive on another CTA's barrier).
+    setmaxnreg, ``"remote"`` for an arrive on another CTA's barrier). ``per_mma`` instead asks for that many of
+    them per tensor-core instruction (e.g. ``0.5``: one ldmatrix for every two MMAs), in each main loop on its own
+    when ``where="main_loop"``: a ratio does not change when the compiler unrolls a loop, a count does.
 
     Reads: the SASS named for that kind in KINDS.
     """
     if kind not in KINDS:
         raise ValueError(f"kind= must be one of {', '.join(KINDS)}, not {kind!r}")
     check_where(where)
-    name = signature("instructions", kind=kind, count=count, at_least=at_least if at_least != 1 else None,
-                     where=where if where != "anywhere" else None, detail=detail)
+    if per_mma is not None and (isinstance(per_mma, bool) or not isinstance(per_mma, (int, float, Fraction))
+                                or per_mma < 0):
+        raise ValueError(f"per_mma= is a number of instructions per MMA (0.5, Fraction(3, 4)...), not {per_mma!r}")
+    ratio = None if per_mma is None else Fraction(per_mma).limit_denominator(64)
+    name = signature("instructions", kind=kind, count=count,
+                     at_least=at_least if at_least != 1 and per_mma is None else None,
+                     where=where if where != "anywhere" else None, detail=detail,
+                     per_mma=None if ratio is None else float(ratio))
     what = NOUNS[kind] + (f" ({detail})" if detail else "")
+
+    def of_kind(p: Program, body: set[int] | None) -> list[Site]:
+        found = [s for s in p.where(kind) if (body is None or s.block in body)
+                 and (detail is None or classify(s.ins).detail == detail)]
+        if kind == "mbarrier.wait":
+            found = [s for s in found if s.block not in p.spin_blocks]
+        return found
+
+    def per_mma_run(p: Program) -> Finding:
+        bodies = [set(loop.body) for loop in p.main_loops] if where == "main_loop" else [p.region(where)]
+        total = 0
+        for body in bodies:
+            found = of_kind(p, body)
+            mmas = [s for s in p.where(TENSOR_CORE) if body is None or s.block in body]
+            if not mmas:
+                return failed(name, f"{PLACE[where]}: no tensor-core instruction to count {what} against.", found)
+            got = Fraction(len(found), len(mmas))
+            if got != ratio:
+                return failed(name, f"{PLACE[where]}: {len(found)} {what} for {len(mmas)} MMAs, {_rate(got)}, where "
+                                    f"{_rate(ratio)} is expected.", found)
+            total += len(found)
+        return passed(name, f"{_rate(ratio)} {PLACE[where]} ({total} {what}).")
 
     def run(p: Program) -> Finding:
         early = no_main_loop(p, name, where)
         if early:
             return early
-        found = [s for s in p.where(kind, where) if detail is None or classify(s.ins).detail == detail]
-        if kind == "mbarrier.wait":
-            found = [s for s in found if s.block not in p.spin_blocks]
+        if ratio is not None:
+            return per_mma_run(p)
+        found = of_kind(p, p.region(where))
         problem = _count_message(len(found), count, at_least if count is None else None)
         if problem:
             return failed(name, f"{PLACE[where]}: {problem} {what}. ({KINDS[kind][0].upper()}{KINDS[kind][1:]}.)",
@@ -106,6 +139,13 @@ def instructions(kind: str, count: int | None = None, at_least: int | None = 1, 
         return passed(name, f"{len(found)} {what} {PLACE[where]}.", found)
 
     return Check(name, KINDS[kind], run)
+
+
+def _rate(ratio: Fraction) -> str:
+    """``Fraction(1, 2)`` → "1 for every 2 MMAs"."""
+    if ratio.denominator == 1:
+        return f"{ratio.numerator} per MMA"
+    return f"{ratio.numerator} for every {ratio.denominator} MMAs"
 
 
 def instruction_counts(target: object, example: object = None) -> dict[str, int]:

@@ -118,70 +118,108 @@ def test_a_judged_test_of_a_dsl_answer_runs_in_the_judge_with_launches_recorded(
         ("test_in_student", "passed", False), ("test_judged", "passed", True), ("test_plain", "passed", True)], by_id
 
 
-#: 04's helper cells with their PTX counts read from the machine code instead (gemmlab.techniques), as the notebook's
-#: tests are to read them: the judge no longer reads PTX text from the student's process.
-MACHINE_CODE_HELPERS = {
-    "simt_check": ("def ptx_of(kernel):\n    return kernel.ptx if isinstance(kernel.ptx, str) else kernel.ptx.decode()\n",
-                   "def ptx_of(kernel):\n    return kernel\n"),
-    "simt_check ": ("def fma_counts(ptx):", "def _fma_counts_from_ptx(ptx):"),
-}
-MACHINE_CODE_DEFS = (
-    "\nfrom gemmlab import techniques as _T\n"
-    "def fma_counts(kernel):\n"
-    "    c = _T.instruction_counts(kernel)\n"
-    "    return {'fma.rn.f32': c.get('fma', 0), 'mma': sum(v for k, v in c.items() if k.split()[0] in "
-    "('mma.sync', 'wgmma', 'tcgen05.mma'))}\n")
-MMA_DEFS = (
-    "\ndef mma_instructions(kernel):\n"
-    "    c = _T.instruction_counts(kernel)\n"
-    "    return {('mma.sync.aligned.' if k.startswith('mma.sync') else 'ldmatrix.sync.aligned.m8n8.') + k.split()[1]: v\n"
-    "            for k, v in c.items() if k.startswith(('mma.sync', 'ldmatrix'))}\n")
+#: Appended to a later answer cell of 04 or 04b: it redefines every helper and check list the kernel tests use, fakes
+#: the technique checks in the student's process, and makes every compiled DSL kernel there report forged PTX (the
+#: attack that earned 8/28 on 07 when the judge read PTX text).
+CHEATS_04 = (
+    "\nmma_instructions = lambda kernel: {'mma.sync.aligned.m16n8k16': 1, 'ldmatrix.sync.aligned.m8n8.x4': 1}\n"
+    "ptx_of = lambda kernel: ''\n"
+    "TILE_CHECKS = SIMT_CHECKS = CTA_CHECKS = []\n"
+    "import gemmlab.techniques as _T\n"
+    "_T.require = lambda *a, **k: None\n"
+    "_T.check = lambda *a, **k: None\n"
+    "import gemmlab.dsl.core as _core\n"
+    "_core.DslKernel.ptx = property(lambda self: '.entry k() { '\n"
+    "    'ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1}, [%r2]; '\n"
+    "    'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 }')\n")
 
 
-def _read_machine_code(nb: dict) -> None:
-    """04's helper cells, counting instructions in the machine code (the migration docs/TECHNIQUES.md asks for)."""
-    by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
-    simt = "".join(by_id["simt_check"]["source"])
-    for key in ("simt_check", "simt_check "):
-        old, new = MACHINE_CODE_HELPERS[key]
-        assert old in simt, f"04's simt_check no longer holds {old!r}"
-        simt = simt.replace(old, new)
-    by_id["simt_check"]["source"] = simt.replace("SIMT_OPTIONS = {", MACHINE_CODE_DEFS + "\nSIMT_OPTIONS = {", 1)
-    tile = "".join(by_id["tile_check_helpers"]["source"])
-    assert tile.startswith("def mma_instructions(ptx):")
-    by_id["tile_check_helpers"]["source"] = tile.replace("def mma_instructions(ptx):", "def _mma_from_ptx(ptx):", 1) + MMA_DEFS
-
-
-@needs_bwrap
-def test_a_dsl_kernels_machine_code_is_read_in_the_judge_where_forged_ptx_and_a_redefined_helper_change_nothing(
-        monkeypatch) -> None:
-    """04's one-tile MMA test, graded, with its instruction counts read from the machine code (gemmlab.techniques): the
-    DSL option built with the m16n8k8 atom (two mma.sync where the exercise asks for one m16n8k16) fails in the judge,
-    although a later answer cell redefines the helpers that count the instructions and makes every compiled DSL
-    kernel report forged PTX (the attack that earned 8/28 on 07 when the judge read PTX text). The kernel was compiled
-    in the student's kernel; the judge holds a handle and disassembles its image itself. The GPU parts of the test are
-    left out (the worker is told it has a GPU; without one they are skipped)."""
+def _graded_with_cheats(monkeypatch, assignment: str, wrong: tuple[str, str, str], cheat_cell: str) -> dict:
+    """``assignment`` as it is, solved, with ``wrong`` = (answer cell, old, new) edited and :data:`CHEATS_04` appended
+    to ``cheat_cell``, graded by the real grader; the GPU parts of the tests are left out (the worker is told it has
+    a GPU; without one they are skipped). Returns the verdicts by grade_id."""
     from autograder.harness import runner
     from tests.support import grading_fixtures as gf
 
     monkeypatch.setattr(runner, "missing_gpu", lambda gpu: "")
     monkeypatch.setattr(runner, "gpu_arch", lambda gpu: "sm_90")
-    name, source, release = gf.course_parts("04_mma")
-    _read_machine_code(source)
-    _read_machine_code(release)
+    name, source, release = gf.course_parts(assignment)
     nb = gf.solved(source, release)
     by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
-    tile = "".join(by_id["mma_tile_dsl"]["source"])
-    assert tile.count("(16, 8, 16)") == 1
-    by_id["mma_tile_dsl"]["source"] = tile.replace("(16, 8, 16)", "(16, 8, 8)")
-    by_id["spot_answer"]["source"] = "".join(by_id["spot_answer"]["source"]) + (
-        "\nmma_instructions = lambda kernel: {'mma.sync.aligned.m16n8k16': 1, 'ldmatrix.sync.aligned.m8n8.x4': 1}\n"
-        "ptx_of = lambda kernel: ''\n"
-        "import gemmlab.dsl.core as _core\n"
-        "_core.DslKernel.ptx = property(lambda self: '.entry k() { mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 }')\n")
-    result = grade_submission(GradeJob("cheat", "04_mma", "t", {name: NotebookParts(source, release, nb)}))
-    cells = {c.grade_id: c for c in result.cells}
+    cell, old, new = wrong
+    text = "".join(by_id[cell]["source"])
+    assert text.count(old) == 1, f"{assignment}'s {cell} no longer holds {old!r} once: update the test"
+    by_id[cell]["source"] = text.replace(old, new)
+    by_id[cheat_cell]["source"] = "".join(by_id[cheat_cell]["source"]) + CHEATS_04
+    result = grade_submission(GradeJob("cheat", assignment, "t", {name: NotebookParts(source, release, nb)}))
     assert all(c.judged for c in result.cells), [(c.grade_id, c.judged) for c in result.cells]
-    assert cells["test_mma_tile"].status == "failed" and "m16n8k8" in cells["test_mma_tile"].message, cells["test_mma_tile"]
+    return {c.grade_id: c for c in result.cells}
+
+
+@needs_bwrap
+def test_a_dsl_kernels_machine_code_is_read_in_the_judge_where_forged_ptx_and_a_redefined_helper_change_nothing(
+        monkeypatch) -> None:
+    """Notebook 04 as it is, graded: its kernel tests read the machine code (gemmlab.techniques). The DSL option of the
+    one-tile MMA built with the m16n8k8 atom (two mma.sync where the exercise asks for one m16n8k16) fails in the
+    judge, although a later answer cell redefines the helpers and check lists the tests use, fakes the technique
+    checks and makes every compiled DSL kernel report forged PTX: the kernel was compiled in the student's kernel, and
+    the judge holds a handle and disassembles its image itself. Every other test passes (the C++ options are the
+    judge's own compiles)."""
+    cells = _graded_with_cheats(monkeypatch, "04_mma", ("mma_tile_dsl", "(16, 8, 16)", "(16, 8, 8)"), "spot_answer")
+    tile = cells["test_mma_tile"]     # a technique error's first line names the kernel, the next ones what is amiss
+    assert tile.status == "failed" and tile.ename == "TechniqueError" and "m16n8k8" in tile.evalue, tile
     assert all(c.status == "passed" for g, c in cells.items() if g != "test_mma_tile"), [
-        (c.grade_id, c.status, c.message[:200]) for c in result.cells]
+        (c.grade_id, c.status, c.message[:200]) for c in cells.values()]
+
+
+@needs_bwrap
+def test_04b_cta_kernel_loading_b_without_ldmatrix_fails_in_the_judge_whatever_its_ptx_says(monkeypatch) -> None:
+    """Notebook 04b as it is, graded: the DSL option of the CTA kernel loading B with a plain copy (where its PTX is
+    forged to show ldmatrix.x4 and the helpers are redefined) fails on its machine code; every other test passes."""
+    b_copy = ("s2r_B = cute.make_tiled_copy_B(ldsm, tiled_mma)",
+              "s2r_B = cute.make_tiled_copy_B(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mA.element_type), "
+              "tiled_mma)")
+    cells = _graded_with_cheats(monkeypatch, "04b_tiled_mma", ("cta_dsl", *b_copy), "cta_dsl")
+    cta = cells["test_cta_kernel_slow"]
+    assert cta.status == "failed" and cta.ename == "TechniqueError" and "not from ldmatrix.x4" in cta.evalue, cta
+    assert all(c.status == "passed" for g, c in cells.items() if g != "test_cta_kernel_slow"), [
+        (c.grade_id, c.status, c.message[:200]) for c in cells.values()]
+
+
+#: 04b's CTA kernel with the warps' blocks along N only (the integer tile along M): its machine code passes (rows apart
+#: by a run-time pitch are not compared), so only the GPU's check of which warp writes what can fail it.
+M_INTERLEAVED = ("cta_dsl", "perm = (cute.make_layout((16, 2, 2), stride=(1, 32, 16)), "
+                 "cute.make_layout((8, 2, 4), stride=(1, 32, 8)), 16)",
+                 "perm = (64, cute.make_layout((8, 2, 4), stride=(1, 32, 8)), 16)")
+
+
+@needs_bwrap
+@pytest.mark.gpu
+@pytest.mark.parametrize("assignment, wrong, failing, phrase", [
+    ("04_mma", None, None, ""),
+    ("04b_tiled_mma", None, None, ""),
+    ("04b_tiled_mma", M_INTERLEAVED, "test_cta_kernel_slow", "not one 32x32 block"),
+], ids=["04-solved", "04b-solved", "04b-warps-interleaved-along-M"])
+def test_04_and_04b_graded_on_a_gpu(assignment: str, wrong: tuple[str, str, str] | None, failing: str | None,
+                                    phrase: str) -> None:
+    """On a GPU the kernel tests run whole in the judge: machine code, check_gemm on replayed launches (each held to
+    the checks its kernel passed) and which thread or warp writes what. The solutions earn full marks; a CTA kernel
+    whose machine code passes but whose warps interleave along M loses its test there."""
+    from tests.support import grading_fixtures as gf
+
+    name, source, release = gf.course_parts(assignment)
+    nb = gf.solved(source, release)
+    if wrong is not None:
+        by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
+        cell, old, new = wrong
+        text = "".join(by_id[cell]["source"])
+        assert text.count(old) == 1, f"{assignment}'s {cell} no longer holds {old!r} once: update the test"
+        by_id[cell]["source"] = text.replace(old, new)
+    job = GradeJob("gpu", assignment, "t", {name: NotebookParts(source, release, nb)}).on("0", "test")
+    result = grade_submission(job)
+    report = [(c.grade_id, c.status, c.evalue[:300]) for c in result.cells]
+    for cell in result.cells:
+        if cell.grade_id == failing:
+            assert cell.status == "failed" and phrase in cell.evalue, report
+        else:
+            assert cell.status == "passed", report

@@ -24,7 +24,9 @@ CTA_SHAPES = [(64, 64, 16), (64, 64, 64), (64, 64, 272), (128, 192, 96), (320, 6
 #: The solutions' permutation, and what the wrong answers put in its place (C++ spelling, DSL spelling).
 PERMUTATION = ("Tile<decltype(perm_m), decltype(perm_n), _16>{}", "permutation_mnk=perm)")
 INTERLEAVED = {"integer tile": ("Tile<_64, _64, _16>{}", "permutation_mnk=(64, 64, 16))"),
-               "no permutation": ("Tile<_32, _16, _16>{}", "permutation_mnk=None)")}
+               "no permutation": ("Tile<_32, _16, _16>{}", "permutation_mnk=None)"),
+               # blocks along N only: passes the machine-code checks without a GPU (rows apart by a run-time pitch)
+               "M interleaved": ("Tile<_64, decltype(perm_n), _16>{}", "permutation_mnk=(64, perm[1], 16))")}
 
 
 def _cpp_launcher(kernel):

@@ -1,9 +1,9 @@
-"""Notebooks 02, 04 and 05, option B (CuTe DSL): technique checks on the machine code of the solution kernels and
+"""Notebooks 02 and 05, option B (CuTe DSL): technique checks on the machine code of the solution kernels and
 of wrong answers written as text edits of them. 02's copy through shared memory without its commit, with a wait
-that leaves the only group pending, without the barrier, or storing 2 bytes at a time; 04's one-tile kernel with
-the m16n8k8 atom and its 64×64 kernel loading B without ldmatrix; 02's copy with its threads numbered down the
-columns (every lane of a warp in another row: twice the sectors), in C++ too; 05's kernel copying with UniversalCopy
-everywhere (no cp.async, no ldmatrix)."""
+that leaves the only group pending, without the barrier, or storing 2 bytes at a time; 02's copy with its threads
+numbered down the columns (every lane of a warp in another row: twice the sectors), in C++ too; 05's kernel copying
+with UniversalCopy everywhere (no cp.async, no ldmatrix). Notebooks 04's and 04b's checks are their test cells' own
+(SIMT_CHECKS, TILE_CHECKS, CTA_CHECKS), run on wrong answers in tests/course/test_wrong_answers_04*.py."""
 from __future__ import annotations
 
 from functools import cache
@@ -95,41 +95,6 @@ def test_the_cpp_copy_kernel_and_its_twin_with_threads_numbered_down_the_columns
     assert failed == ({"coalesced": failed.get("coalesced", "")} if uncoalesced else {}), failed
     if uncoalesced:
         assert "touch 32 32-byte sectors where 16 would hold their bytes" in failed["coalesced"]
-
-
-# ------------------------------------------------------------------ 04, Exercises 4 and 5
-
-@cache
-def mma04(tag: str, old: str | None = None, new: str | None = None):
-    import gemmlab
-
-    src = S.source("04_mma", tag)
-    if old is not None:
-        src = S.edit(src, old, new)
-    ns = S.namespace("04_mma", ["kernel:mma04_tile_dsl", tag] if tag != "kernel:mma04_tile_dsl" else [tag], {tag: src})
-    if tag == "kernel:mma04_tile_dsl":
-        args = S.dsl_examples((16, 16), (8, 16)) + [S.dsl_examples((16, 8))[0].float()]
-        return gemmlab.dsl.compile(ns["mma_tile_dsl"], *args, arch="sm_90a")
-    args = S.dsl_examples((128, 64), (64, 64)) + [S.dsl_examples((128, 64))[0].float()]
-    return gemmlab.dsl.compile(ns["cta_gemm_dsl"], *args, arch="sm_90a")
-
-
-def test_04_one_tile_asks_for_one_m16n8k16_and_the_m16n8k8_atom_fails() -> None:
-    assert T.check(mma04("kernel:mma04_tile_dsl"), S.MMA_TILE04).passed
-    wrong = mma04("kernel:mma04_tile_dsl", "(cutlass.Float16, cutlass.Float32, (16, 8, 16))",
-                  "(cutlass.Float16, cutlass.Float32, (16, 8, 8))")
-    failed = S.failures(T.check(wrong, S.MMA_TILE04))
-    assert "expected 1, found 0" in failed["mma"] and "m16n8k8" in failed["mma"], failed
-
-
-def test_04_cta_kernel_loads_both_operands_with_ldmatrix_and_a_plain_copy_of_b_fails() -> None:
-    report = T.check(mma04("kernel:mma04_cta_dsl"), S.CTA04)
-    assert report.passed, str(report)
-    wrong = mma04("kernel:mma04_cta_dsl", "s2r_B = cute.make_tiled_copy_B(ldsm, tiled_mma)",
-                  "s2r_B = cute.make_tiled_copy_B(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), "
-                  "mA.element_type), tiled_mma)")
-    failed = S.failures(T.check(wrong, S.CTA04))
-    assert "the B fragments of your MMAs in your main loop come from plain shared-memory loads" in failed["fragments_by"]
 
 
 # ------------------------------------------------------------------ 05, Exercise 5: the global GEMM

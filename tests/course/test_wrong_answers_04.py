@@ -4,7 +4,9 @@ Each test runs the solutions notebook's own cells (setup, the DSL helpers, the c
 namespace, replaces the student's answer with a plausible wrong one (a confused student's) or a
 cheat (a hostile student's) and runs the graded test cell, hidden tests included, as the grader
 would: it must raise. The solution itself must pass, so a test that cannot fail shows up here too.
-The kernels' GPU checks are run here with stand-ins for the GPU: a fake kernel that writes D by a
+The kernels' tests read the machine code of real kernels, the solutions and wrong answers built from
+them (tests/support/kernels04.py: DSL kernels take seconds, C++ ones a minute, so those tests are
+slow). Their GPU checks are run here with stand-ins for the GPU: a fake kernel that writes D by a
 TiledMMA's ownership, so the check that reads which thread writes what is exercised without one.
 """
 from __future__ import annotations
@@ -20,7 +22,8 @@ import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
-from tests.support.fake_kernels04 import FakeKernel, fake_kernel, gpu_world, owner_map  # noqa: E402
+from tests.support import kernels04 as K  # noqa: E402
+from tests.support.fake_kernels04 import fake_kernel, gpu_world, owner_map  # noqa: E402
 from tests.support.graded_cells import cells_by_grade_id  # noqa: E402
 from tests.support.notebook_cells import gpu_hidden, notebook_namespace, run_cell  # noqa: E402
 
@@ -38,9 +41,10 @@ def notebook():
     matplotlib.use("Agg")
     with gpu_hidden():
         ns, graded = notebook_namespace(NB, CONTEXT)
-        # The helpers of the SIMT kernel check, without compiling the kernels.
-        run_cell(ns, "simt_check_helpers", cells_by_grade_id(NB)["simt_check"].split("SIMT_OPTIONS =")[0],
-                 Path(tempfile.mkdtemp()))
+        # The check lists of the kernels' tests, without compiling the notebook's kernels.
+        cells, folder = cells_by_grade_id(NB), Path(tempfile.mkdtemp())
+        run_cell(ns, "simt_checks", cells["simt_check"].split("SIMT_OPTIONS =")[0], folder)
+        run_cell(ns, "tile_checks", cells["tile_check_helpers"].split("TILE_OPTIONS =")[0], folder)
         yield ns, graded
 
 
@@ -134,47 +138,67 @@ def test_simt_params_fails_wrong_answers(notebook, kind) -> None:
         graded("test_simt_params", simt_mma_params=_wrong_params(kind))
 
 
-# ---------------------------------------------------------------- Exercise 1 (c): the kernel's checks
+# ---------------------------------------------------------------- Exercise 1 (c): the kernel's machine code
 
-def _ptx(fmas: int, extra: str = "") -> str:
-    return '\t.file\t1 "cute/arch/mma.hpp"\n' + "\tfma.rn.f32 \t%f1, %f2, %f3, %f1;\n" * fmas + extra
+def _launcher(A, B, D, threads=256) -> None:
+    """Where a graded cell launches the kernel (its GPU branch), these tests give it nothing to do."""
 
 
-@pytest.mark.parametrize("ptx, passes", [
-    (_ptx(256), True),
-    (_ptx(0), False),                                                        # no gemm call
-    (_ptx(64), False),                                                       # a quarter of the tile
-    (_ptx(256, "\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1}, {%r1}, {%r2}, {%f1};\n"), False),
+def _graded_kernel(graded, test: str, kernel, cpp: bool = False, **extra) -> dict:
+    """Graded cell ``test`` (test_simt_tile or test_mma_tile) with ``kernel``'s machine code as the only option that
+    built (option A's if ``cpp``), as in a notebook where that option's build cell compiled it."""
+    prefix, options = {"test_simt_tile": ("simt", "SIMT_OPTIONS"), "test_mma_tile": ("tile", "TILE_OPTIONS")}[test]
+    built = {"C++ (option A)": (None, None), "DSL (option B)": (None, None)}
+    built["C++ (option A)" if cpp else "DSL (option B)"] = (_launcher, lambda: kernel)
+    names = {f"{prefix}_cpp": _launcher if cpp else None, f"{prefix}_dsl": None if cpp else _launcher}
+    return graded(test, **names, **{options: built}, **{"GPU": False, **extra})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test, kernel", [("test_simt_tile", "simt"), ("test_mma_tile", "tile")])
+def test_kernel_solutions_pass_on_their_machine_code(notebook, no_gpu, test: str, kernel: str) -> None:
+    """Exercises 1(c) and 3: both options of the solution pass their test's technique checks."""
+    _, graded = notebook
+    _graded_kernel(graded, test, K.compiled(f"{kernel}_dsl"))
+    _graded_kernel(graded, test, K.compiled(f"{kernel}_cpp"), cpp=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel, variant, offsets", [
+    ("simt_dsl", "integer tile", "0, 64, 128, 192"),     # the same D; a thread's columns 16 apart
+    ("simt_dsl", "pairs", "0, 4, 128, 132"),             # runs of 2 neighbouring columns, not 4
+    ("simt_cpp", "integer tile", "0, 64, 128, 192"),
 ])
-def test_simt_kernel_ptx_check(notebook, ptx: str, passes: bool) -> None:
+def test_simt_kernel_with_another_permutation_fails_without_a_gpu(notebook, no_gpu, kernel: str, variant: str,
+                                                                  offsets: str) -> None:
     _, graded = notebook
-    launcher = lambda A, B, D, threads=256: None  # noqa: E731
-    options = {"C++ (option A)": (launcher, lambda: FakeKernel(ptx)), "DSL (option B)": (None, None)}
-    def run() -> None:
-        graded("test_simt_tile", simt_cpp=launcher, simt_dsl=None, SIMT_OPTIONS=options, GPU=False)
-    if passes:
-        run()
-    else:
-        with pytest.raises(AssertionError):
-            run()
+    with pytest.raises(AssertionError) as err:
+        _graded_kernel(graded, "test_simt_tile", K.compiled(kernel, variant), cpp=kernel.endswith("cpp"))
+    message = str(err.value)
+    assert f"byte offsets {offsets} from the first" in message and "not one run of 16 contiguous bytes" in message
+    assert "simt_mma_params(64, 64, 4)" in message, message
 
 
-def test_simt_kernel_check_passes_the_compiled_dsl_solution(notebook, tmp_path: Path) -> None:
-    import gemmlab
-    import torch
+@pytest.mark.slow
+def test_simt_kernel_forged_ptx_changes_nothing(notebook, no_gpu, monkeypatch) -> None:
+    """A kernel whose PTX text claims the solution's instructions is judged on its machine code."""
+    import gemmlab.dsl.core as core
 
     _, graded = notebook
-    source = cells_by_grade_id(NB)["simt_dsl"]
-    mod: dict = {"__name__": "simt_dsl"}
-    path = tmp_path / "simt_dsl.py"
-    path.write_text(source)
-    exec(compile(source, str(path), "exec"), mod)
-    example = (torch.empty(64, 16, dtype=torch.float16), torch.empty(64, 16, dtype=torch.float16),
-               torch.empty(64, 64, dtype=torch.float32), 256)
-    kernel = gemmlab.dsl.compile(mod["simt_tile_dsl"], *example, arch="sm_90a")
-    launcher = lambda A, B, D, threads=256: None  # noqa: E731
-    options = {"C++ (option A)": (None, None), "DSL (option B)": (launcher, lambda: kernel)}
-    graded("test_simt_tile", simt_cpp=None, simt_dsl=launcher, SIMT_OPTIONS=options, GPU=False)
+    wrong = K.compiled("simt_dsl", "integer tile")
+    monkeypatch.setattr(core.DslKernel, "ptx", property(lambda self: "\tfma.rn.f32 %f1, %f2, %f3, %f1;\n" * 256))
+    with pytest.raises(AssertionError, match="not one run of 16 contiguous bytes"):
+        _graded_kernel(graded, "test_simt_tile", wrong)
+
+
+@pytest.mark.slow
+def test_simt_kernel_checks_name_each_missing_instruction(notebook) -> None:
+    """The counts of the check list, on a kernel with tensor-core instructions and no FMA (04's one-tile MMA)."""
+    from gemmlab import techniques as T
+
+    ns, _ = notebook
+    message = T.check(K.compiled("tile_dsl"), ns["SIMT_CHECKS"]).message()
+    assert "expected 256, found 0 FMAs" in message and "expected 0, found 1 mma.sync" in message, message
 
 
 def _simt_owner(ns: dict, atoms, perm_n) -> np.ndarray:
@@ -197,18 +221,42 @@ def test_simt_shares_pass_the_permutation_and_fail_the_integer_tile(notebook) ->
         check("all", fake_kernel(everything), [0])
 
 
+@pytest.mark.slow
 def test_graded_simt_cell_fails_the_integer_tile_on_a_gpu(notebook) -> None:
-    """The graded cell's GPU branch with a stand-in kernel: a right D from the integer tile loses the points."""
+    """The graded cell's GPU branch with a stand-in launch: a right D from the integer tile loses the points (the
+    machine code read is the solution's, so only the check of which thread writes what can fail)."""
     ns, graded = notebook
     L = ns["L"]
     world = gpu_world(ns["nbh"])
-    options = {"C++ (option A)": (None, lambda: FakeKernel(_ptx(256))), "DSL (option B)": (None, None)}
     shares = functools.partial(ns["check_simt_shares"], device="cpu")
+    options = {"C++ (option A)": (None, lambda: K.compiled("simt_dsl")), "DSL (option B)": (None, None)}
     right = fake_kernel(_simt_owner(ns, (16, 16, 1), L.Layout((16, 4), (4, 1))))
     graded("test_simt_tile", simt_cpp=right, simt_dsl=None, SIMT_OPTIONS=options, check_simt_shares=shares, **world)
     wrong = fake_kernel(_simt_owner(ns, (16, 16, 1), 64))
     with pytest.raises(AssertionError, match="16 apart"):
         graded("test_simt_tile", simt_cpp=wrong, simt_dsl=None, SIMT_OPTIONS=options, check_simt_shares=shares, **world)
+
+
+# ---------------------------------------------------------------- Exercise 3: one warp, one mma.sync
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["tile_dsl", "tile_cpp"])
+def test_mma_tile_with_the_m16n8k8_atom_fails(notebook, no_gpu, kernel: str) -> None:
+    _, graded = notebook
+    with pytest.raises(AssertionError) as err:
+        _graded_kernel(graded, "test_mma_tile", K.compiled(kernel, "m16n8k8 atom"), cpp=kernel.endswith("cpp"))
+    assert "expected 1, found 0 m16n8k16" in str(err.value) and "2 mma.sync m16n8k8" in str(err.value)
+
+
+@pytest.mark.slow
+def test_mma_tile_forged_ptx_changes_nothing(notebook, no_gpu, monkeypatch) -> None:
+    import gemmlab.dsl.core as core
+
+    _, graded = notebook
+    monkeypatch.setattr(core.DslKernel, "ptx", property(
+        lambda self: ".entry k() { mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 }"))
+    with pytest.raises(AssertionError, match="m16n8k8"):
+        _graded_kernel(graded, "test_mma_tile", K.compiled("tile_dsl", "m16n8k8 atom"))
 
 
 # ---------------------------------------------------------------- Exercise 2: owners as expressions

@@ -3,7 +3,9 @@
 As for notebook 04 (tests/course/test_wrong_answers_04.py): the solutions notebook's own cells run
 in one namespace, a wrong answer (a confused student's) or a cheat (a hostile student's) replaces
 the student's, and the graded cell, hidden tests included, must raise; the solution must pass. The
-CTA kernel's GPU branch runs with a stand-in kernel that writes D by a TiledMMA's ownership.
+CTA kernel's test reads the machine code of real kernels, the solutions and wrong answers built from
+them (tests/support/kernels04.py; slow: C++ builds take a minute each), and its GPU branch runs with a
+stand-in kernel that writes D by a TiledMMA's ownership.
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ import pytest
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
-from tests.support.fake_kernels04 import FakeKernel, fake_kernel, gpu_world, owner_map  # noqa: E402
+from tests.support import kernels04 as K  # noqa: E402
+from tests.support.fake_kernels04 import fake_kernel, gpu_world, owner_map  # noqa: E402
 from tests.support.graded_cells import cells_by_grade_id  # noqa: E402
 from tests.support.notebook_cells import gpu_hidden, notebook_namespace, run_cell  # noqa: E402
 
@@ -33,7 +36,11 @@ def notebook():
 
     matplotlib.use("Agg")
     with gpu_hidden():
-        yield notebook_namespace(NB, CONTEXT)
+        ns, graded = notebook_namespace(NB, CONTEXT)
+        # The check list of the CTA kernel's test, without compiling the notebook's kernels.
+        checks = cells_by_grade_id(NB)["cta_check"].split("CTA_OPTIONS =")[0]
+        run_cell(ns, "cta_checks", checks, Path(tempfile.mkdtemp()))
+        yield ns, graded
 
 
 # ---------------------------------------------------------------- Exercise 1: cta_mma_params
@@ -194,24 +201,86 @@ def test_warp_blocks_pass_the_blocks_and_fail_interleaved_warps(notebook) -> Non
         check("M interleaved", fake_kernel(_cta_owner(ns, (64, blocks[1], 16))))
 
 
+def _launcher(A, B, D, threads=128) -> None:
+    """Where the graded cell launches the kernel (its GPU branch), these tests give it nothing to do."""
+
+
+def _graded_kernel(graded, kernel, cpp: bool = False, **extra) -> dict:
+    """test_cta_kernel_slow with ``kernel``'s machine code as the only option that built (option A's if ``cpp``)."""
+    built = {"C++ (option A)": (None, None), "DSL (option B)": (None, None)}
+    built["C++ (option A)" if cpp else "DSL (option B)"] = (_launcher, lambda: kernel)
+    return graded("test_cta_kernel_slow", cta_cpp=_launcher if cpp else None, cta_dsl=None if cpp else _launcher,
+                  CTA_OPTIONS=built, **{"GPU": False, **extra})
+
+
+@pytest.mark.slow
+def test_cta_kernel_solutions_pass_on_their_machine_code(notebook, no_gpu) -> None:
+    _, graded = notebook
+    _graded_kernel(graded, K.compiled("cta_dsl"))
+    _graded_kernel(graded, K.compiled("cta_cpp"), cpp=True)
+
+
+#: Each wrong CTA kernel and what its test says (every sentence listed must be in the message).
+CTA_WRONG = {
+    ("cta_dsl", "integer tile"): ["spread over 200 bytes of one row", "more than the 128 bytes"],
+    ("cta_dsl", "no permutation"): ["6 ldmatrix loads for 8 MMAs, 3 for every 4 MMAs, where 1 for every 2 MMAs",
+                                    "spread over 200 bytes of one row"],
+    ("cta_dsl", "blocks along M only"): ["spread over 200 bytes of one row"],
+    ("cta_dsl", "B by plain copy"): ["the B fragments of your MMAs in your main loop come from plain shared-memory "
+                                     "loads (LDS), not from ldmatrix.x4"],
+    ("cta_dsl", "B by ldmatrix.x2"): ["the B fragments of your MMAs in your main loop come from ldmatrix.x2",
+                                      "6 ldmatrix loads for 8 MMAs"],
+    ("cta_cpp", "integer tile"): ["spread over 200 bytes of one row"],
+    ("cta_cpp", "no permutation, B by ldmatrix.x2"): ["come from ldmatrix.x2", "spread over 200 bytes of one row"],
+    ("cta_cpp", "B by plain copy"): ["the B fragments of your MMAs in your main loop come from plain shared-memory"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel, variant", list(CTA_WRONG), ids=[f"{k}-{v}" for k, v in CTA_WRONG])
+def test_cta_kernel_wrong_answers_fail_without_a_gpu(notebook, no_gpu, kernel: str, variant: str) -> None:
+    _, graded = notebook
+    with pytest.raises(AssertionError) as err:
+        _graded_kernel(graded, K.compiled(kernel, variant), cpp=kernel.endswith("cpp"))
+    message = str(err.value)
+    assert "cta_mma_params(64, 64, 2, 2)" in message, message
+    for sentence in CTA_WRONG[kernel, variant]:
+        assert sentence in message, message
+
+
+@pytest.mark.slow
+def test_cta_kernel_with_warps_interleaved_along_m_only_is_left_to_the_gpu(notebook, no_gpu) -> None:
+    """What the machine code cannot show: rows apart by a run-time pitch. Blocks along N with the integer tile along M
+    keep each thread's columns within 32, so the kernel passes without a GPU; the warp check on a GPU fails it
+    (tests/course/test_gpu_mma04.py)."""
+    _, graded = notebook
+    _graded_kernel(graded, K.compiled("cta_dsl", "blocks along N only"))
+
+
+@pytest.mark.slow
+def test_cta_kernel_forged_ptx_changes_nothing(notebook, no_gpu, monkeypatch) -> None:
+    """B loaded by a plain copy, with PTX text that shows every ldmatrix.x4 the solution has: judged on its SASS."""
+    import gemmlab.dsl.core as core
+
+    _, graded = notebook
+    forged = ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];\n" * 4
+              + "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1}, {%r1}, {%r2}, {%f1};\n" * 8)
+    monkeypatch.setattr(core.DslKernel, "ptx", property(lambda self: forged))
+    with pytest.raises(AssertionError, match="not from ldmatrix.x4"):
+        _graded_kernel(graded, K.compiled("cta_dsl", "B by plain copy"))
+
+
+@pytest.mark.slow
 def test_graded_cta_cell_fails_interleaved_warps_on_a_gpu(notebook) -> None:
+    """The GPU branch with stand-in launches: the solution's machine code passes, then only which warp writes which
+    block decides."""
     ns, graded = notebook
     L = ns["L"]
     world = gpu_world(ns["nbh"])
-    ptx = ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1}, [%r2];\n"
-           "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 x;\n")
-    options = {"C++ (option A)": (None, lambda: FakeKernel(ptx)), "DSL (option B)": (None, None)}
+    options = {"C++ (option A)": (None, lambda: K.compiled("cta_dsl")), "DSL (option B)": (None, None)}
     check = functools.partial(ns["check_warp_blocks"], device="cpu")
     blocks = (L.Layout((16, 2, 2), (1, 32, 16)), L.Layout((8, 2, 4), (1, 32, 8)), 16)
     common = dict(cta_dsl=None, CTA_OPTIONS=options, check_warp_blocks=check, **world)
     graded("test_cta_kernel_slow", cta_cpp=fake_kernel(_cta_owner(ns, blocks)), **common)
     with pytest.raises(AssertionError, match="not one 32x32 block"):
         graded("test_cta_kernel_slow", cta_cpp=fake_kernel(_cta_owner(ns, (64, 64, 16))), **common)
-
-
-def test_graded_cta_cell_without_a_gpu_checks_the_code_only(notebook) -> None:
-    _, graded = notebook
-    options = {"C++ (option A)": (None, lambda: FakeKernel("mma.sync.aligned.m16n8k16.row.col.f32 x;\n")),
-               "DSL (option B)": (None, None)}
-    with pytest.raises(AssertionError, match="ldmatrix"):
-        graded("test_cta_kernel_slow", cta_cpp=lambda *a: None, cta_dsl=None, CTA_OPTIONS=options, GPU=False)

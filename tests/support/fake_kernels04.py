@@ -2,21 +2,15 @@
 
 Why: which thread writes which element of D is checked on a GPU (gemmlab.thread_shares launches the
 kernel with fewer threads). Its logic, and the graded cell around it, are tested here on the CPU with
-a fake kernel that writes D by a TiledMMA's ownership, so a right permutation passes and an
-interleaved one fails without a GPU.
+a fake launch that writes D by a TiledMMA's ownership, so a right permutation passes and an
+interleaved one fails without a GPU. (What the kernels' machine code holds is read from real kernels:
+tests/support/kernels04.py.)
 """
 from __future__ import annotations
 
 import types
 
 import numpy as np
-
-
-class FakeKernel:
-    """A compiled kernel as the graded cells read it: only its PTX text."""
-
-    def __init__(self, ptx: str) -> None:
-        self.ptx = ptx
 
 
 class FakeResult:

@@ -95,8 +95,6 @@ SMEM08 = [T.copies("global", "shared", by="registers", where="main_loop"), T.no_
 WMMA08 = [T.copies("global", "shared", by="registers", bytes=16, where="main_loop"),
           T.fragments_by("shared", operands="AB"), T.no_global_loads_outside_copies(), T.mma("m16n8k16")]
 
-MMA_TILE04 = [T.mma("m16n8k16", count=1, only=True)]
-CTA04 = [T.fragments_by("ldmatrix", operands="AB", x=4), T.mma("m16n8k16", where="main_loop", only=True)]
 GEMM05 = [T.copies("global", "shared", by="cp.async", bytes=16, where="main_loop"),
           T.fragments_by("ldmatrix", operands="AB", x=4), T.no_global_loads_outside_copies(),
           T.mma("m16n8k16", where="main_loop", only=True)]
@@ -113,5 +111,5 @@ def bw_gemm07(stages: int, k_tiles: int) -> list[T.Check]:
             T.commits_once_per_warp(), T.ring_waits(stages), T.tmem_allocated(128), T.tmem_read_out(4)]
 
 
-__all__ = ["BW_TILE07", "COPY01", "COPY02", "CTA04", "GEMM05", "GEMM06", "MMA_TILE04", "SMEM08", "WMMA08", "WS07", "bw_gemm07",
+__all__ = ["BW_TILE07", "COPY01", "COPY02", "GEMM05", "GEMM06", "SMEM08", "WMMA08", "WS07", "bw_gemm07",
            "cell", "dsl_examples", "run_sources", "edit", "failures", "namespace", "pipeline_checks", "source"]
