@@ -5,7 +5,9 @@ What the page is made of, and where each part comes from:
 - the grade: the score, each test's name, points, verdict and the grader's own words for it, from
   the grading record (the numbers the gradebook holds), in a box of its own at the top;
 - the instructor's message for a failed test: a string of the test's visible source that the
-  error names (:func:`autograder.harness.outputs.visible_messages`), never the error text itself;
+  error names (:func:`autograder.harness.outputs.visible_messages`), never the error text itself,
+  except a missing technique's sentences (``TechniqueError``), which the judge computed itself from the
+  machine code it runs (docs/TECHNIQUES.md);
 - what the notebook printed and drew, and the check tables, heatmaps and kernel timings gemmlab
   published there: only for tests that ran before any hidden test could reach the student's
   process (:func:`autograder.harness.outputs.reached_by_hidden_tests`). Text is escaped into
@@ -42,6 +44,9 @@ GRADER_WORDS = ("manual", "not_run", "timeout", "died", "memory", "output_limit"
                 "grader_error")
 TAMPERED = "the notebook interfered with grading, so this test scores nothing (your instructor has the details)"
 FAILED = "the test failed"
+#: The error name of a missing technique (gemmlab.techniques.TechniqueError), and how much of its sentences is shown.
+TECHNIQUE_ERROR = "TechniqueError"
+MAX_TECHNIQUE_CHARS = 1500
 NOT_SHOWN = ("What this test printed is not shown: it ran after hidden tests, so it could repeat them. "
              "The verdict and points above are all the feedback this test gives.")
 #: Roofline points one test may add (the course's tests time at most 4 kernels each).
@@ -134,6 +139,12 @@ def _why(cell: CellResult, source: dict | None) -> str:
         return cell.message
     if cell.status == "tampered":
         return TAMPERED
+    if cell.status == "failed" and cell.judged and cell.ename == TECHNIQUE_ERROR:
+        # gemmlab.techniques' own sentences, computed in the judge from the machine code it runs: no student
+        # Python produced them (a student's exception reaches the judge as an AnswerError), and they name what
+        # the kernel lacks, which is what the student needs to hear.
+        found = (cell.evalue or "").strip()
+        return f"{FAILED}: {found[:MAX_TECHNIQUE_CHARS]}" if found else FAILED
     if cell.status == "failed" and source is not None:
         messages = visible_messages(source)
         said = (cell.evalue or "").strip().splitlines()

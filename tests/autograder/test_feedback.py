@@ -200,6 +200,22 @@ def test_a_failed_hidden_test_shows_the_instructors_visible_message_only() -> No
     assert hidden not in page and html.escape(hidden) not in page
 
 
+def test_a_missing_technique_found_in_the_judge_is_shown_and_one_from_the_students_kernel_is_not() -> None:
+    path = NOTEBOOKS[-1]
+    nb = json.loads(path.read_text())
+    sentence = "option A: your main loop waits for every copy before it computes (<wait 0>)"
+    first = _gid(_graded(nb)[0])
+
+    def failed(c: dict, judged: bool) -> dict:
+        return {"score": 0.0, "status": "failed", "message": f"TechniqueError: {sentence}", "ename": "TechniqueError",
+                "evalue": sentence if _gid(c) == first else "no technique here", "judged": judged}
+
+    page = feedback.render(_record(path.name, nb, lambda c: failed(c, True)))
+    assert html.escape(f"{feedback.FAILED}: {sentence}") in page and "<wait 0>" not in page
+    page = feedback.render(_record(path.name, nb, lambda c: failed(c, False)))   # a test run in the student's kernel
+    assert html.escape(sentence) not in page
+
+
 # --------------------------------------------------------------------------- no notebook markup, no fake grades
 def _planted_outputs() -> tuple[dict, ...]:
     return (
