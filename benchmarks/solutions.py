@@ -23,8 +23,9 @@ NAME:KEY=VALUE`` changes a kernel's configuration through the ``configure_<front
 function its cell defines, or through the cell's integer constants (e.g. ``--set
 hopper_ws:WS_GROUP_M=16``) where it defines no such function, for tuning runs.
 
-An attempt too different to be a change of settings (``ATTEMPTS``: the ping-pong capstone) is a file under ``benchmarks/attempts/`` run right after its kernel's cell, in
-the same namespace, redefining what it changes; its row stands beside the others, losers included.
+An attempt too different to be a change of settings (``ATTEMPTS``: the ping-pong capstone) is a file under
+``benchmarks/attempts/`` run right after its kernel's cell, in the same namespace, redefining what it changes;
+its row stands beside the others, losers included.
 
 Public references run in the same run, from checkouts given by path (none of their code is in this
 repository): ``--cutlass PATH`` times NVIDIA's persistent Hopper CuTe DSL example (128×256 tiles, 2×1

@@ -124,7 +124,8 @@ class Program:
         wait, a TMEM allocation): its innermost loop sleeps (NANOSLEEP) between tries. ptxas 13.0 puts such a
         loop inline or out of line after the kernel's EXIT, where it repeats the instruction tried first."""
         loop = self.graph.loop_of(site.block)
-        return loop is not None and any(i.base == "NANOSLEEP" for i in self.graph.instructions(self.graph.loops[loop].body))
+        return loop is not None and any(i.base == "NANOSLEEP"
+                                        for i in self.graph.instructions(self.graph.loops[loop].body))
 
     @cached_property
     def _regions(self) -> dict[str, set[int] | None]:
