@@ -23,9 +23,9 @@ NAME:KEY=VALUE`` changes a kernel's configuration through the ``configure_<front
 function its cell defines, or through the cell's integer constants (e.g. ``--set
 hopper_ws:WS_GROUP_M=16``) where it defines no such function, for tuning runs.
 
-An attempt too different to be a change of settings (``ATTEMPTS``: the ping-pong capstone, the capstone
-on 128 persistent CTAs) is a file under ``benchmarks/attempts/`` run right after its kernel's cell, in
-the same namespace, redefining what it changes; its row stands beside the others, losers included.
+An attempt too different to be a change of settings (``ATTEMPTS``: the ping-pong capstone) is a file under
+``benchmarks/attempts/`` run right after its kernel's cell, in the same namespace, redefining what it changes;
+its row stands beside the others, losers included.
 
 Public references run in the same run, from checkouts given by path (none of their code is in this
 repository): ``--cutlass PATH`` times NVIDIA's persistent Hopper CuTe DSL example (128×256 tiles, 2×1
@@ -83,9 +83,9 @@ KERNELS = [
     ("08_cuda_ladder", "ladder_any"),
     ("09_capstone", "capstone_whole_tile_epilogue"),
     ("09_capstone", "capstone_3_stages"),
-    ("09_capstone", "capstone_no_stream_k"),
+    ("09_capstone", "capstone_stream_k"),
     ("09_capstone", "capstone_pingpong"),
-    ("09_capstone", "capstone_128_ctas"),
+    ("09_capstone", "capstone_all_clusters"),
     ("09_capstone", "capstone"),
 ]
 #: Kernels whose GEMM function is not named like their cell tag: tag name -> function name.
@@ -105,17 +105,16 @@ VARIANTS = {
     "capstone_whole_tile_epilogue": ("capstone", {"CAP_EPI_N": 0, "CAP_STAGES": 3, "CAP_STREAM_K": 0}),
     # sliced stmatrix epilogue, but the ring kept at 3 stages: what the slices buy without the 4th stage
     "capstone_3_stages": ("capstone", {"CAP_STAGES": 3, "CAP_STREAM_K": 0}),
-    # 4 stages and slices, every item whole: the partial last wave left idle
-    "capstone_no_stream_k": ("capstone", {"CAP_STREAM_K": 0}),
+    # the fewest clusters for the waves, with stream-K where a partial wave follows 8 full ones (none of SHAPES)
+    "capstone_stream_k": ("capstone", {"CAP_STREAM_K": 1}),
     # the two consumer warpgroups in ping-pong on 64x256 tiles (ATTEMPTS: code run after the cell)
     "capstone_pingpong": ("capstone", {}),
-    # 128 persistent CTAs instead of one per SM: whole waves of 128x256 tiles at 4096³, 6144³ and 8192³
-    "capstone_128_ctas": ("capstone", {}),
+    # the capstone before 2026-12-07: every cluster that fits (132 CTAs on an H100), stream-K from 8 full waves
+    "capstone_all_clusters": ("capstone", {"CAP_FEWEST_CLUSTERS": 0, "CAP_STREAM_K": 1}),
 }
 #: Attempts too different from their kernel to be a change of its settings: a file of code run right after
 #: the kernel's cell, in its namespace, that redefines what it changes (name -> file under benchmarks/).
-ATTEMPTS = {"capstone_pingpong": "attempts/capstone_pingpong.py",
-            "capstone_128_ctas": "attempts/capstone_128_ctas.py"}
+ATTEMPTS = {"capstone_pingpong": "attempts/capstone_pingpong.py"}
 #: Kernels that compute one fixed tile (notebook 07's first step, one CTA): checked and timed at that
 #: shape only; their "ratio" is a latency comparison with cuBLAS on the same tiny problem.
 FIXED_SHAPE = {"hopper_one_tile": (64, 128, 64)}
@@ -274,11 +273,11 @@ PLANNED_DTYPES = {"ladder_": ["float16"], FASTCU: ["bfloat16"]}
 
 
 def priority(kernel: str, method: str) -> int:
-    """0 first: the capstone, its 128-CTA attempt (issue 50's next idea) and the public references under both
-    methods, and cuBLAS's self-check, flushed; 1: 07's last kernel and the ladder's last rung under both
+    """0 first: the capstone, its grid before 2026-12-07 (every cluster that fits) and the public references
+    under both methods, and cuBLAS's self-check, flushed; 1: 07's last kernel and the ladder's last rung under both
     methods; 2: every other kernel, flushed; 3: the other capstone attempts and cuBLAS's self-check under
     NVIDIA's method; 4: the rest under NVIDIA's method."""
-    if kernel in ("capstone", "capstone_128_ctas", CUTLASS, FASTCU):
+    if kernel in ("capstone", "capstone_all_clusters", CUTLASS, FASTCU):
         return 0
     if kernel == CUBLAS:
         return 0 if method == "flushed" else 3

@@ -270,5 +270,74 @@ def releases_after_wgmma_wait(in_flight: int = 1, overlap: bool = False) -> Chec
     return Check(name, "a slot released only after the wgmmas that read it", run)
 
 
-__all__ = ["commits_per_stage", "copies_land_before_reads", "pipelined", "releases_after_wgmma_wait",
-           "waits_in_main_loop"]
+def arrives_once_per_warp(where: str = "main_loop") -> Check:
+    """Every plain mbarrier arrive in ``where`` is issued by one thread of its warp (inside ``elect_one``), so a
+    barrier that counts one arrival per warp gets one from each warp, not 32.
+
+    Reads: the guard predicate of each SYNCS.ARRIVE…ART0, followed back to the ELECT that set it, or evaluated for
+    the 32 lanes of a warp (``lane == 0``). Cannot see: which warps arrive.
+    """
+    check_where(where)
+    name = signature("arrives_once_per_warp", where=where if where != "main_loop" else None)
+
+    def run(p: Program) -> Finding:
+        early = no_main_loop(p, name, where)
+        if early:
+            return early
+        arrives = p.where("mbarrier.arrive", where)
+        if not arrives:
+            return failed(name, f"no mbarrier arrive {PLACE[where]}: no slot is ever released.")
+        for s in arrives:
+            if not _one_lane(p, s):
+                return failed(name, f"{PLACE[where]} an mbarrier arrive is issued by more than one thread of a warp "
+                                    "(by all 32 unless one thread is chosen) where the barrier counts one arrival per "
+                                    "warp: its phase completes too early and the slot is refilled while it is still "
+                                    "read. Arrive from one elected thread.", [s])
+        return passed(name, f"{len(arrives)} mbarrier arrive(s) {PLACE[where]}, each from one thread of its warp.")
+
+    return Check(name, "an mbarrier arrival once per warp", run)
+
+
+def _one_lane(p: Program, site: Site) -> bool:
+    """Whether ``site`` runs in one lane of a warp: its guard predicate comes from an ELECT, or from an ISETP that is
+    true for exactly one of lanes 0..31 (``lane == 0``, ``tid % 32 == k``)."""
+    guard = site.ins.predicate.lstrip("@")
+    if not guard or guard in ("PT", "UPT"):
+        return False
+    v = p.values
+    vid = v.read(p.state_before(site), guard.lstrip("!"))
+    sources = [p.site(b, i) for b, i in v.results_of(vid)]
+    if any(s.ins.base == "ELECT" for s in sources):
+        return True
+    if len(sources) != 1 or sources[0].ins.base != "ISETP":
+        return False
+    lanes = [_compare(p, sources[0], lane) for lane in range(32)]
+    if any(x is None for x in lanes):
+        return False
+    return sum(x != guard.startswith("!") for x in lanes) == 1
+
+
+#: ISETP's comparisons.
+_COMPARE = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b,
+            "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
+
+
+def _compare(p: Program, site: Site, lane: int) -> bool | None:
+    """The predicate ``ISETP.<cmp>[.U32].AND P, PT, a, b, PT`` writes, in lane ``lane`` of warp 0 (None: another form)."""
+    ins = site.ins
+    cmp = next((m for m in ins.modifiers if m in _COMPARE), None)
+    if cmp is None or "AND" not in ins.modifiers or len(ins.operands) < 5 or ins.operands[1] != "PT" \
+            or ins.operands[4] != "PT":
+        return None
+    state = p.state_before(site)
+    env = {"SR_TID.X": lane, "SR_TID.Y": 0, "SR_TID.Z": 0, "SR_LANEID": lane}
+    a, b = (p.values.evaluate(p.values.read(state, o), env) for o in ins.operands[2:4])
+    if a is None or b is None:
+        return None
+    if "U32" not in ins.modifiers:
+        a, b = (x - (1 << 32) if x >= 1 << 31 else x for x in (a, b))
+    return _COMPARE[cmp](a, b)
+
+
+__all__ = ["arrives_once_per_warp", "commits_per_stage", "copies_land_before_reads", "pipelined",
+           "releases_after_wgmma_wait", "waits_in_main_loop"]

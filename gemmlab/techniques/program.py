@@ -119,6 +119,14 @@ class Program:
                 out |= loop.body
         return out
 
+    def in_retry_loop(self, site: Site) -> bool:
+        """Whether ``site`` sits in a loop ptxas writes to try an instruction again until it succeeds (an mbarrier
+        wait, a TMEM allocation): its innermost loop sleeps (NANOSLEEP) between tries. ptxas 13.0 puts such a
+        loop inline or out of line after the kernel's EXIT, where it repeats the instruction tried first."""
+        loop = self.graph.loop_of(site.block)
+        return loop is not None and any(i.base == "NANOSLEEP"
+                                        for i in self.graph.instructions(self.graph.loops[loop].body))
+
     @cached_property
     def _regions(self) -> dict[str, set[int] | None]:
         g = self.graph

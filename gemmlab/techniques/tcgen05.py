@@ -170,13 +170,21 @@ def ring_waits(stages: int) -> Check:
                               [commits[0].site])
         last = tiles[-1][-1].site.ins.address
         after = [e for e in events if e.site.ins.address > last]
-        committed = {e.args.get("barrier") for e in after if e.kind == "tcgen05.commit"}
-        waited = [e for e in after if e.kind == "mbarrier.wait" and e.args.get("barrier") in committed
-                  and e.args.get("barrier") not in empty]
-        if not waited:
+        epilogue = next((e for e in after if e.kind == "mbarrier.wait"), None)      # the first wait after the MMAs
+        committed = {e.args.get("barrier") for e in after if e.kind == "tcgen05.commit"
+                     and (epilogue is None or e.site.ins.address < epilogue.site.ins.address)}
+        if epilogue is None or epilogue.args.get("barrier") not in committed or epilogue.args.get("barrier") in empty:
             return failed(name, "after the last k-tile no tcgen05.commit arrives on a barrier the epilogue waits on: "
                                 "commit once more (on the accumulator's barrier) so the epilogue learns that every MMA "
                                 "has finished.", [tiles[-1][-1].site])
+        early = [e for e in events if e.kind == "tcgen05.commit" and e.site.ins.address < last
+                 and e.args.get("barrier") == epilogue.args["barrier"]]
+        if early:
+            t = next(i for i, tile in enumerate(tiles) if tile[-1].site.ins.address > early[0].site.ins.address) - 1
+            return failed(name, f"after the MMAs of k-tile {max(t, 0)} your MMA warp already commits to the barrier the "
+                                "epilogue waits on: the epilogue would read the accumulator while later MMAs still add "
+                                "to it. Commit to the accumulator's barrier once, after the last k-tile.",
+                          [early[0].site])
         firsts = [tile[0].args["A"] for tile in tiles[:stages]]
         if len(set(firsts)) != len(firsts):
             return failed(name, f"two of the first {stages} k-tiles read the same shared-memory descriptors though "

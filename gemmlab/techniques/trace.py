@@ -3,9 +3,9 @@ operands resolved: which barrier (by address), which parity, which descriptors, 
 
 Why: warp-specialised kernels whose K loop is unrolled at compile time (07's Blackwell exercises) are
 straight-line code per role; their protocol is the order of these events. Program order is address
-order here; the loops ptxas writes to retry an mbarrier wait or to run an instruction once per thread
-are left out (the retry repeats the wait it belongs to, and the per-thread loop is reported by
-:func:`Event.per_thread`).
+order here; the loops ptxas writes to retry an mbarrier wait or a TMEM allocation (inline, or out of line
+after the EXIT) or to run an instruction once per thread are left out (the retry repeats the wait it
+belongs to, and the per-thread loop is reported by :func:`Event.per_thread`).
 
 An event is ``Event(kind, site, args)``; ``str(event)`` reads like ``wait bar2 parity 1``,
 ``mma A=… acc=on``, ``commit bar2``, ``alloc 128``, ``ld tmem+0x20 x32``.
@@ -97,6 +97,9 @@ class Trace:
                 args["n"] = classify(s.ins).count
             elif kind == "tma.load":
                 args["multicast"] = classify(s.ins).detail == "multicast"
+            if kind in ("mbarrier.wait", "tcgen05.alloc") and p.in_retry_loop(s) and any(
+                    e.kind == kind and e.args == args for e in self.events):
+                continue                              # the retry of a wait or an allocation already listed
             self.events.append(Event(kind, s, args, p.in_serializing_loop(s)))
 
     def of(self, *kinds: str) -> list[Event]:

@@ -477,6 +477,16 @@ class Values:
         """Every operation ``(opcode, argument values)`` a value was computed with (through merges too)."""
         return [(expr[1], expr[2]) for _, expr in self._walk(vid, limit) if expr[0] == "op"]
 
+    def results_of(self, vid: int, limit: int = 2048) -> list[tuple[int, int]]:
+        """The instructions ``(block, index)`` whose results ``vid`` was computed from where the table keeps them as
+        symbols (a predicate an ``ELECT`` set, a value no rule computes), through operations and merges."""
+        out = []
+        for _, expr in self._walk(vid, limit):
+            hit = re.match(r"(\d+)\.(\d+):", str(expr[1])) if expr[0] == "s" else None
+            if hit:
+                out.append((int(hit.group(1)), int(hit.group(2))))
+        return out
+
     def describe(self, vid: int, depth: int = 3) -> str:
         """A short human-readable form of a value (for messages and debugging)."""
         expr = self.exprs[vid]

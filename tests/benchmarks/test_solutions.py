@@ -147,7 +147,7 @@ def test_capstone_attempts_reach_the_compiled_kernel(bench) -> None:
 
     args = [torch.empty(s, dtype=torch.float16) for s in ((256, 128), (512, 128), (256, 512))]
     seen = {}
-    for name in ("capstone_whole_tile_epilogue", "capstone_3_stages", "capstone_no_stream_k", "capstone"):
+    for name in ("capstone_whole_tile_epilogue", "capstone_3_stages", "capstone_stream_k", "capstone"):
         _, ns = bench.load_kernel("09_capstone", name)
         workspace = [torch.empty(ns["CAP_SMS"] * ns["CAP_BM"] * ns["CAP_BN"]),
                      torch.zeros(ns["CAP_SMS"], dtype=torch.int32), 1]
@@ -156,7 +156,7 @@ def test_capstone_attempts_reach_the_compiled_kernel(bench) -> None:
                       kernel.resources.dynamic_smem_bytes)
     assert seen["capstone_whole_tile_epilogue"][:3] == (3, False, False)
     assert seen["capstone_3_stages"][:3] == (3, True, False)
-    assert seen["capstone_no_stream_k"][:3] == (4, True, False) and seen["capstone"][:3] == (4, True, True)
+    assert seen["capstone_stream_k"][:3] == (4, True, True) and seen["capstone"][:3] == (4, True, False)
     assert seen["capstone"][3] > seen["capstone_3_stages"][3]
 
 

@@ -1,7 +1,10 @@
 """Notebook 07's Blackwell appendix without a Blackwell GPU: the solution kernels compile for sm_100a and
-pass every test cell (visible and hidden), the PTX event reader the tests rely on reads what it should,
-and, on an sm_100 GPU only, the GEMM is correct."""
+pass every test cell (visible and hidden), read from their machine code; the events the notebook shows are
+the ring's, named as the text names them; the run on many CTAs is a demonstration, not a graded test; and,
+on an sm_100 GPU only, the GEMM is correct."""
 from __future__ import annotations
+
+import json
 
 import pytest
 import torch
@@ -14,14 +17,13 @@ def ns() -> dict:
     return hopper07.blackwell_namespace()
 
 
-@pytest.mark.parametrize("test_cell", ["test_bw_tile", "test_bw_grid", "test_bw_kloop", "test_bw_tmem",
-                                       "test_bw_many_ctas"])
+@pytest.mark.parametrize("test_cell", ["test_bw_tile", "test_bw_grid", "test_bw_kloop", "test_bw_tmem"])
 def test_solution_passes_the_blackwell_test_cells(ns: dict, test_cell: str) -> None:
     hopper07.run(ns, [test_cell])
 
 
 def test_solution_events_are_the_rings(ns: dict) -> None:
-    events = [e for e in ns["bw_gemm_events"] if e != "elect"]
+    events = ns["bw_gemm_events"]
     k, stages = ns["BW_TEST_K_TILES"], ns["BW_STAGES"]
     assert [e for e in events if e.startswith("init")] == [f"init {b}" for b in ns["bw_gemm_barriers"](stages)]
     waits = [e for e in events if e.startswith("wait ")]
@@ -30,33 +32,38 @@ def test_solution_events_are_the_rings(ns: dict) -> None:
                      + ["wait acc_full 0"])                                                     # epilogue
     assert [e for e in events if e.startswith("commit")] == [f"commit empty[{t % stages}]" for t in range(k)] + \
         ["commit acc_full"]
-    assert events.count("mma") == 4 * k and events.count("tma") == 2 * k
+    assert [e for e in events if e.startswith("expect-tx")] == [f"expect-tx full[{t % stages}]" for t in range(k)]
+    assert events.count("mma off") == 1 and events.count("mma on") == 4 * k - 1 and events.count("tma") == 2 * k
+    assert [e for e in events if e.startswith(("alloc", "relinquish", "dealloc", "ld."))] == [
+        "alloc 128", *["ld.x32"] * 4, "relinquish", "dealloc 128"]
 
 
-def test_event_reader_resolves_registers_immediates_and_barriers(ns: dict) -> None:
-    ptx = """
-    shfl.sync.idx.b32 	%r1, %r18, 0, 31, -1;
-    add.s32 	%r29, %r1, 16;
-    mov.b32 	%r30, %r29;
-    mbarrier.init.shared.b64 	[%r1], %r21;
-    mbarrier.init.shared.b64 	[%r1+16], %r21;
-    mov.b32 	%r22, 256;
-    tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 	[%r2], %r22;
-    mbarrier.try_wait.parity.shared.b64 P1, [%r1+8], 1, 10000000;
-    mbarrier.try_wait.parity.shared.b64 P1, [%r30], %r9, 10000000;
-    elect.sync 	%r61|%p32, -1;
-    tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 	[%r29];
-    tcgen05.ld.sync.aligned.32x32b.x16.b32 {%r40, %r41}, [%r54];
-    add.s32 	%r55, %r54, 16;
-    tcgen05.ld.sync.aligned.32x32b.x16.b32 {%r42, %r43}, [%r55];
-    cvt.rn.f16x2.f32 	%r44, %r43, %r42;
-    tcgen05.wait::ld.sync.aligned;
-    tcgen05.dealloc.cta_group::1.sync.aligned.b32 	%r8, %r22;
-    """
-    assert ns["tcgen05_events"](ptx, ("full", "empty")) == [
-        "init full", "init empty", "alloc 256", "wait bar@8 1", "wait empty ?", "elect", "commit empty", "ld x16",
-        "ld x16", "wait::ld", "dealloc 256"]
-    assert ns["tmem_loads"](ptx) == [(("%r54", 0), 16, False), (("%r54", 16), 16, True)]   # converted before the wait
+def test_the_tile_shows_one_event_per_instruction(ns: dict) -> None:
+    """Exercise 7's kernel as the notebook prints it: a wait ptxas retries (inline or after the EXIT) and the retried
+    TMEM allocation show once."""
+    assert ns["bw_events"](ns["bw_built"], ns["BW_TILE_BARRIERS"]) == [
+        "init tma_bar", "init mma_bar", "alloc 128", "bar.sync", "expect-tx tma_bar", "tma", "tma", "wait tma_bar 0",
+        "mma off", "mma on", "mma on", "mma on", "commit mma_bar", "wait mma_bar 0", *["ld.x32"] * 4, "bar.sync",
+        "relinquish", "dealloc 128"]
+
+
+def test_the_run_on_many_ctas_is_a_demonstration_and_exercise_10_keeps_its_points() -> None:
+    """The many-CTA run paid again for what test_bw_grid checks and could be graded on an sm_100 GPU only, so every
+    Hopper grader reported 07 as not all graded: it is now an ungraded cell the grader does not run, and the grid test
+    carries Exercise 10's two points (30 in all, as before)."""
+    nb = json.loads(hopper07.NOTEBOOK.read_text())
+    meta = {c["metadata"].get("nbgrader", {}).get("grade_id"): c["metadata"] for c in nb["cells"]}
+    assert "test_bw_many_ctas" not in meta
+    assert meta["bw_many_ctas"]["nbgrader"]["grade"] is False and meta["bw_many_ctas"]["gemmlab"] == {"display_only": True}
+    assert meta["test_bw_grid"]["nbgrader"]["points"] == 2
+    assert sum(m["nbgrader"].get("points", 0) for m in meta.values() if m.get("nbgrader", {}).get("grade")) == 30
+    assert not any(m.get("gemmlab", {}).get("needs_arch", "sm_90") != "sm_90" for m in meta.values())
+    assert "Exercise 10 (2 points)" in hopper07.cells()["md_bw_ex10"]
+
+
+def test_the_demonstration_says_it_needs_a_blackwell_gpu(ns: dict, capsys) -> None:
+    hopper07.run(ns, ["bw_many_ctas"])
+    assert "sm_100 GPU (B200, GB200) only" in capsys.readouterr().out
 
 
 @pytest.mark.gpu
@@ -70,33 +77,3 @@ def test_blackwell_gemm_is_correct_on_sm100(dtype) -> None:
     shapes = [(128, 128, 64), (128, 128, 64 * 9), (256, 384, 512), (1000, 1001, 999), (2048, 2048, 1024)]
     result = gemmlab.check_gemm(ns["blackwell_gemm"], dtype=dtype, shapes=shapes, timeout_s=300)
     assert result.passed, str(result)
-
-
-def test_operand_check_fails_the_k_loops_that_the_events_cannot_tell_apart(ns: dict) -> None:
-    """ACCUMULATE reset every k-tile, never reset, or every k-tile reading slot 0: the same events, wrong
-    results. The check reads each tcgen05.mma's predicate and descriptors from the solution's own PTX,
-    edited the way each mistake would compile."""
-    import re
-
-    ptx, k, stages = ns["bw_gemm_built"].ptx, ns["BW_TEST_K_TILES"], ns["BW_STAGES"]
-    check = ns["check_bw_operands"]
-    assert check(ptx, k, stages)
-    ops = ns["bw_mma_operands"](ptx)
-    per_tile = len(ops) // k
-    assert [f for _, _, f in ops] == ["0"] + ["-1"] * (len(ops) - 1)
-    mma = [m.start() for m in re.finditer(r"tcgen05\.mma", ptx)]
-
-    def set_pred(text: str, index: int, value: str) -> str:
-        pred = re.search(r"(%p\d+)\s*;", text[mma[index]:]).group(1)
-        return re.sub(rf"mov\.pred\s+{re.escape(pred)},\s*-?\d+;", f"mov.pred {pred}, {value};", text)
-
-    with pytest.raises(AssertionError, match="k-tile 1, k-block 0 overwrites"):
-        check(set_pred(ptx, per_tile, "0"), k, stages)                 # ACCUMULATE False again at k-tile 1
-    with pytest.raises(AssertionError, match="holds garbage"):
-        check(set_pred(ptx, 0, "-1"), k, stages)                       # never False
-    line0 = ptx[mma[0]:ptx.index(";", mma[0])]
-    line1 = ptx[mma[per_tile]:ptx.index(";", mma[per_tile])]
-    a0, a1 = line0.split(",")[1], line1.split(",")[1]                  # the A descriptor operands
-    slot0 = ptx.replace(line1, line1.replace(a1, a0, 1))               # k-tile 1 reads slot 0's descriptor
-    with pytest.raises(AssertionError, match="same shared-memory descriptors"):
-        check(slot0, k, stages)

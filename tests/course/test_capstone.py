@@ -46,10 +46,23 @@ def test_graded_cells_points_and_leaderboard_names_match_the_notebook() -> None:
     assert "capstone_jit" not in release["capstone"].source, "the release must not contain the solution kernel"
 
 
+#: The stream-K option of the solution's cell switched on (it is off: section 3 of the notebook says why).
+STREAM_K_OFF = "CAP_STREAM_K, CAP_SK_MIN_WAVES = 0, 8"
+
+
+def _stream_k_on() -> dict[str, str]:
+    source = solution_cells.cell_source(ASSIGNMENT, "kernel:capstone")
+    assert source.count(STREAM_K_OFF) == 1, "the solution's stream-K setting moved: update STREAM_K_OFF"
+    return {"kernel:capstone": source.replace(STREAM_K_OFF, STREAM_K_OFF.replace("0, 8", "1, 8"))}
+
+
 def test_solution_compiles_for_sm90a_with_its_hopper_features() -> None:
+    """Both builds per input type with the stream-K option on (the whole-item build alone with it off, as the
+    solution ships): TMA loads with B multicast, 4 wgmma per k-tile, a TMA-store epilogue, the register split."""
     ns = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"])
     assert ns["CAPSTONE_DESCRIPTION"], "the solution must describe itself for the leaderboard"
-    kernels = ns["capstone_compile"]("sm_90a")
+    assert len(ns["capstone_compile"]("sm_90a")) == 2, "per input type (fp16, bf16): the whole-item build"
+    kernels = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"], _stream_k_on())["capstone_compile"]("sm_90a")
     assert len(kernels) == 4, "per input type (fp16, bf16): the whole-item build and the stream-K build"
     assert sum("ld.acquire.gpu" in k.ptx for k in kernels) == 2, "the stream-K builds wait on partial-tile flags"
     for k in kernels:
@@ -67,15 +80,62 @@ def test_solution_compiles_for_sm90a_with_its_hopper_features() -> None:
 
 
 
+def _launched_grids(ns: dict, shape: tuple[int, int, int], dtype) -> list[list[int]]:
+    """The grids capstone_gemm launches for ``shape``, recorded as the grader's judge records them (nothing runs)."""
+    import torch
+
+    from gemmlab.dsl.host_recording import H100_ATTRIBUTES
+    from gemmlab.dsl.recording import probe, recording
+
+    M, N, K = shape
+    tensors = [probe((M, K), (K, 1), dtype, 0), probe((N, K), (K, 1), dtype, 0), probe((M, N), (N, 1), dtype, 0)]
+    with recording("sm_90a", H100_ATTRIBUTES, tensors) as recorder:
+        ns["capstone_gemm"](*tensors)
+    return [s["grid"] for s in recorder.plan()["steps"] if s["op"] == "launch"]
+
+
+def test_the_persistent_grid_is_the_fewest_clusters_that_keep_the_waves() -> None:
+    """W work items need w = ceil(W / C) waves on the C clusters that fit (66 on an H100); the solution launches
+    ceil(W / w) clusters: no more waves, and no fewer clusters would do. At 4096³, 6144³ and 8192³ that is 64
+    clusters (128 CTAs), whole waves, so no stream-K build would run there even with the option on; with every
+    cluster that fits (the solution before 2026-12-07) it launched 132 CTAs and cut 6144³ and 8192³ with stream-K."""
+    import math
+
+    import torch
+
+    ns = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"])
+    most, cluster = ns["CAP_MAX_CLUSTERS"], ns["CAP_CLUSTER"]
+    assert (most, cluster) == (66, 2), "without a GPU the solution assumes an H100's 132 SMs in clusters of 2"
+    for work in range(1, 3000):
+        c = ns["cap_clusters"](work)
+        waves = math.ceil(work / most)
+        assert c <= most and math.ceil(work / c) == waves, (work, c)
+        assert c == 1 or math.ceil(work / (c - 1)) > waves, f"{work} items: {c - 1} clusters would need no more waves"
+    for n in (4096, 6144, 8192):
+        for dtype in (torch.float16, torch.bfloat16):
+            assert _launched_grids(ns, (n, n, n), dtype) == [[128, 1, 1]], (n, dtype)
+        assert ns["cap_uses_stream_k"](n, n) == 0
+    for shape, items in (((1000, 1001, 999), 4 * 4), ((129, 264, 72), 1 * 2), ((8453, 4096, 512), 34 * 16)):
+        waves = math.ceil(items / most)
+        assert _launched_grids(ns, shape, torch.float16) == [[cluster * math.ceil(items / waves), 1, 1]], shape
+    ns["CAP_STREAM_K"] = 1                           # the option: only where a partial wave follows 8 full ones
+    assert [ns["cap_uses_stream_k"](n, n) for n in (4096, 6144, 8192)] == [0, 0, 0]
+    assert ns["cap_uses_stream_k"](8453, 4096) == 1  # 544 items: 9 waves of 61 clusters, the last with 56
+    ns["CAP_FEWEST_CLUSTERS"] = 0                    # every cluster that fits, as before
+    assert [ns["cap_uses_stream_k"](n, n) for n in (4096, 6144, 8192)] == [0, 1, 1]
+    assert _launched_grids(ns, (4096, 4096, 4096), torch.float16) == [[132, 1, 1]]
+
+
 def test_the_timeline_marks_change_nothing_outside_a_timeline() -> None:
     """The capstone's marks (its warps' states for section 5's timeline) compile to nothing in the checked and timed
     builds: each build's SASS is the same as without them. With a timeline recording, each mark is one record."""
     from gemmlab.profiling import switch
     from gemmlab.sass import disassembler
 
-    marked = solution_cells.cell_source(ASSIGNMENT, "kernel:capstone")
+    marked = _stream_k_on()["kernel:capstone"]         # the stream-K builds hold its fix-up's two marks
     assert marks_in(marked) == 8 and "tracer = marks.begin()" in marked
-    plain = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"])["capstone_compile"]("sm_90a")
+    plain = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"], {"kernel:capstone": marked})[
+        "capstone_compile"]("sm_90a")
     bare = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"],
                                          {"kernel:capstone": without_marks(marked)})["capstone_compile"]("sm_90a")
     assert len(plain) == len(bare) == 4
@@ -84,7 +144,8 @@ def test_the_timeline_marks_change_nothing_outside_a_timeline() -> None:
         if disassembler() is not None:
             assert k.sass() == b.sass(), "the marks changed the machine code of a plain build"
     with switch.tracing():
-        traced = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"])["capstone_compile"]("sm_90a")
+        traced = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"], {"kernel:capstone": marked})[
+            "capstone_compile"]("sm_90a")
     # begin's START, the producer's 3 marks, MMA and EPILOGUE, DONE; the stream-K builds also both fix-up states
     assert [k.ptx.count("%globaltimer") for k in traced] == [7, 9, 7, 9]
 
@@ -96,32 +157,22 @@ def _namespace(fake_gemmlab, gpu: bool, monkeypatch: pytest.MonkeyPatch, submiss
     from gemmlab import nbhelpers as nbh
 
     monkeypatch.setattr(gemmlab, "check_gemm", fake_gemmlab.check_gemm)
+    from gemmlab import techniques
     monkeypatch.setattr(nbh, "gpu_graded", lambda points, what, pool=False: gpu)    # GPU or not, as the test says
 
     ns: dict = {}
     exec("import json, math, random, re, time\nimport torch", ns)
-    ns.update(gemmlab=fake_gemmlab, nbh=nbh, GPU=gpu, ARCH="sm_90a", CAPSTONE_DESCRIPTION="test kernel | fast",
-              capstone_gemm=None, capstone_compile=None)
+    ns.update(gemmlab=fake_gemmlab, nbh=nbh, T=techniques, GPU=gpu, ARCH="sm_90a",
+              CAPSTONE_DESCRIPTION="test kernel | fast", capstone_gemm=None, capstone_compile=None)
     if submission:
         def capstone_gemm(A, B, D):
             D.copy_(A)  # never called: the fake check and bench do not run it
 
-        ns.update(capstone_gemm=capstone_gemm, capstone_compile=lambda arch: [types.SimpleNamespace(ptx=GEMM_PTX)])
+        ns.update(capstone_gemm=capstone_gemm, capstone_compile=lambda arch: ["a kernel the build test never reads"])
     cells = _by_id()
     exec(cells["test_helpers"].source, ns)
     exec(cells["scoring"].source.split("for _ratios")[0], ns)
     return ns
-
-
-#: The PTX of a kernel that loads, multiply-accumulates in a loop and stores: what the build test looks for.
-GEMM_PTX = """.visible .entry gemm(
-$L__BB0_2:
-\tld.global.nc.v4.u32 \t{%r1, %r2, %r3, %r4}, [%rd5];
-\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
-\t@%p1 bra \t$L__BB0_2;
-\tst.global.v4.f32 \t[%rd7], {%f1, %f2, %f3, %f4};
-\tret;
-"""
 
 
 def _fake_gemmlab(ratios: dict, passed: bool = True, benched: list | None = None):
@@ -139,7 +190,9 @@ def _fake_gemmlab(ratios: dict, passed: bool = True, benched: list | None = None
                                      device="NVIDIA H100 80GB HBM3", ratio_low=r - 0.005, ratio_high=r + 0.006,
                                      rounds=12, spread_text=lambda: "96% interval, 12 rounds")
 
-    return types.SimpleNamespace(check_gemm=check_gemm, bench_gemm=bench_gemm)
+    from gemmlab import GemmlabError
+
+    return types.SimpleNamespace(check_gemm=check_gemm, bench_gemm=bench_gemm, GemmlabError=GemmlabError)
 
 
 def _run_speed_cell(ns: dict) -> tuple[str, object]:
@@ -260,7 +313,7 @@ def test_the_build_test_takes_any_real_gemm_kernel(tmp_path: Path, monkeypatch) 
     ns = _namespace(_fake_gemmlab({}), gpu=False, monkeypatch=monkeypatch)
     assert ns["gemm_kernel_problems"](simt) == []
     solution = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"])["capstone_compile"]("sm_90a")
-    assert [ns["gemm_kernel_problems"](k) for k in solution] == [[]] * 4
+    assert [ns["gemm_kernel_problems"](k) for k in solution] == [[]] * 2
     ns["capstone_compile"] = lambda arch: [copy, simt]
     exec(_by_id()[lb.BUILD_CELL].source, dict(ns))
 

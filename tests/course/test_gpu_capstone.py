@@ -47,6 +47,38 @@ def test_solution_is_correct(ns: dict, suite: str, dtype) -> None:
 
 
 
+@pytest.mark.parametrize("settings", [{"CAP_STREAM_K": 1}, {"CAP_FEWEST_CLUSTERS": 0, "CAP_STREAM_K": 1}],
+                         ids=["stream-K on the fewest clusters", "every cluster that fits, stream-K (before 2026-12-07)"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_the_stream_k_option_stays_correct(settings: dict, dtype) -> None:
+    """Stream-K is off in the solution but kept as an option: on the fewest clusters it runs where a partial wave
+    follows 8 full ones (8453 x 4096: 544 items, 9 waves of 61 clusters on an H100, the last with 56), and with
+    every cluster that fits at 6144³ and 8192³. Each is correct there, with its partial tiles summed."""
+    import gemmlab
+
+    if not gemmlab.gpu.current_arch().startswith("sm_90"):
+        pytest.skip("the capstone solution is a Hopper kernel: it needs an sm_90 GPU (H100/H200)")
+    ns = solution_cells.load_namespace("09_capstone", ["kernel:capstone"])
+    ns.update(settings)
+    shapes = [(8453, 4096, 512), (8192, 8192, 1024), (6144, 6144, 768), (4096, 4096, 4096)]
+    assert any(ns["cap_uses_stream_k"](m, n) for m, n, _ in shapes), "no shape here runs the stream-K build"
+    result = gemmlab.check_gemm(ns["capstone_gemm"], dtype=dtype, shapes=shapes, timeout_s=600)
+    assert result.passed, f"capstone with {settings}, {dtype}:\n{result}"
+
+
+def test_the_grid_is_the_fewest_clusters_for_the_waves_on_this_gpu(ns: dict) -> None:
+    """On the GPU the clusters that fit come from the occupancy query: at 4096³, 6144³ and 8192³ the items make
+    whole waves of the clusters launched (64 on an H100 or H200, 66 fitting)."""
+    import math
+
+    most = ns["CAP_MAX_CLUSTERS"]
+    for n in (4096, 6144, 8192):
+        work = math.ceil(n / 256) * math.ceil(n / 256)
+        c = ns["cap_clusters"](work)
+        assert math.ceil(work / c) == math.ceil(work / most) and c <= most
+        print(f"{n}³: {work} items, {most} clusters fit, {c} launched, {work / c:.2f} waves")
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_solution_is_correct_on_shapes_a_leaderboard_secret_draws(ns: dict, dtype) -> None:
     """The speed test times shapes drawn near 4096³ and 8192³ when the grader holds a leaderboard secret

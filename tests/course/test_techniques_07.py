@@ -1,9 +1,12 @@
 """Notebook 07: technique checks on the SASS of the solution kernels (sm_90a and sm_100a, compiled here without a
-GPU) and of the wrong answers the issue lists, as text edits of the solution cells: Exercise 6 releasing a slot
-without waiting for the wgmmas that read it; Exercise 7 without the accumulate flag, with every MMA on k-block 0,
-with the commit from every lane, accumulating from the first MMA; Exercises 8 and 9 with the wrong answers of
-tests/course/test_wrong_answers_07.py (waiting on the wrong barrier or parity, committing per MMA or from every
-thread, reading one TMEM chunk four times, freeing the wrong number of columns...)."""
+GPU) and of the wrong answers the issue lists, as text edits of the solution cells: Exercise 4 releasing a slot from
+every thread; Exercise 6 releasing a slot without waiting for the wgmmas that read it; Exercise 7 without the
+accumulate flag, with every MMA on k-block 0, with the commit from every lane or on the TMA's barrier, accumulating
+from the first MMA; Exercises 8 and 9 with the wrong answers of tests/course/test_wrong_answers_07.py (waiting on the
+wrong barrier or parity, committing per MMA, from every thread or to the accumulator's barrier every k-tile, reading
+one TMEM chunk four times, freeing the wrong number of columns...). Where ptxas repairs a mistake itself (Exercise 2
+without wgmma.fence or wait_group, Exercise 9 converting before tcgen05.wait::ld) the machine code is the solution's,
+byte for byte: no check of it can fail, and the notebook says so."""
 from __future__ import annotations
 
 import re
@@ -44,6 +47,53 @@ def test_exercise_6_releases_a_slot_only_after_its_wgmmas() -> None:
     assert "only after every wgmma has finished" in slow["releases_after_wgmma_wait"], slow
 
 
+# ------------------------------------------------------------------ Exercises 2 and 4: one tile, the ring (sm_90a)
+
+ONE_TILE_WAITS = "    warpgroup.commit_group()\n    warpgroup.wait_group(0)\n"
+
+
+@cache
+def one_tile(variant: str):
+    import gemmlab
+
+    src = S.source("07_hopper", "kernel:hopper_one_tile")
+    src = {"solution": src, "no wgmma.fence": S.edit(src, "    warpgroup.fence()\n", ""),
+           "no commit_group, no wait_group": S.edit(src, ONE_TILE_WAITS, "")}[variant]
+    ns = S.namespace("07_hopper", ["kernel:hopper_common", "kernel:hopper_one_tile"], {"kernel:hopper_one_tile": src})
+    return gemmlab.dsl.compile(ns["one_tile_jit"], *S.dsl_examples((64, 64), (128, 64), (64, 128)), arch="sm_90a")
+
+
+@pytest.mark.parametrize("variant", ["no wgmma.fence", "no commit_group, no wait_group"])
+def test_exercise_2_ptxas_adds_a_missing_fence_or_wait_itself(variant: str) -> None:
+    """What the notebook says the test cannot see: ptxas adds WARPGROUP.ARRIVE and WARPGROUP.DEPBAR where the
+    accumulators need them, so these kernels' machine code is the solution's."""
+    assert one_tile(variant).cubin == one_tile("solution").cubin
+
+
+ELECTED = "        with cute.arch.elect_one():\n            cute.arch.mbarrier_arrive(empty + s)\n"
+
+
+@cache
+def pipelined(variant: str):
+    import gemmlab
+
+    src = S.source("07_hopper", "kernel:hopper_pipelined")
+    arrive = "            cute.arch.mbarrier_arrive(empty + s)\n"
+    src = {"solution": src, "every thread arrives": S.edit(src, ELECTED, arrive[4:]),
+           "lane 0 arrives": S.edit(src, ELECTED, "        if cute.arch.lane_idx() == 0:\n" + arrive),
+           "lane 3 arrives": S.edit(src, ELECTED, "        if tidx % 32 == 3:\n" + arrive),
+           "lanes 0 and 1 arrive": S.edit(src, ELECTED, "        if tidx % 32 < 2:\n" + arrive)}[variant]
+    ns = S.namespace("07_hopper", ["kernel:hopper_common", "kernel:hopper_pipelined"], {"kernel:hopper_pipelined": src})
+    return gemmlab.dsl.compile(ns["pipelined_jit"], *S.dsl_examples((512, 256), (512, 256), (512, 512)), arch="sm_90a")
+
+
+@pytest.mark.parametrize("variant, passes", [("solution", True), ("lane 0 arrives", True), ("lane 3 arrives", True),
+                                             ("every thread arrives", False), ("lanes 0 and 1 arrive", False)])
+def test_exercise_4_releases_a_slot_once_per_warp(variant: str, passes: bool) -> None:
+    failed = S.failures(T.check(pipelined(variant), S.PIPE07))
+    assert failed == {} if passes else set(failed) == {"arrives_once_per_warp"}, failed
+
+
 # ------------------------------------------------------------------ Exercise 7: one Blackwell tile (sm_100a)
 
 TILE_MMA = """        mma.set(tcgen05.Field.ACCUMULATE, False)
@@ -64,6 +114,8 @@ TILE_WRONG = {
                                "commits_once_per_warp", "issued by every thread of the warp"),
     "accumulate from the first MMA": (TILE_MMA.replace("ACCUMULATE, False", "ACCUMULATE, True"),
                                       "accumulates_after_first", "your first tcgen05.mma accumulates"),
+    "commit on the TMA's barrier": (TILE_MMA.replace("tcgen05.commit(bars + 1)", "tcgen05.commit(bars)"),
+                                    "ring_waits", "no tcgen05.commit arrives on a barrier the epilogue waits on"),
 }
 
 
@@ -117,6 +169,7 @@ KLOOP_CHECKS = {
     "a commit per MMA": ("mma_per_k_block", "issues 1 tcgen05.mma"),
     "commit by all 32 threads": ("commits_once_per_warp", "issued by every thread of the warp"),
     "acc_full never committed": ("ring_waits", "no tcgen05.commit arrives on a barrier the epilogue waits on"),
+    "acc_full committed every k-tile": ("ring_waits", "already commits to the barrier the epilogue waits on"),
 }
 
 

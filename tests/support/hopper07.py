@@ -21,12 +21,12 @@ NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 RELEASE = ROOT / "course" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 #: The parts of the Blackwell GEMM, in notebook order: three answer cells, then the given kernel.
 BW_GEMM_CELLS = ("hopper_bw_kloop", "hopper_bw_tmem", "hopper_bw_grid", "hopper_bw_gemm")
-#: Cells the Blackwell tests need, after the kernels: shapes, Exercise 7's build, the PTX reader, the checkers.
+#: Cells the Blackwell tests need, after the kernels: shapes, Exercise 7's build, the event reader, the checkers.
 BW_SUPPORT_CELLS = ("pipeline_shapes", "build_bw", "bw_events", "bw_tile_check_helper", "bw_grid_check_helper",
                     "build_bw_gemm", "bw_kloop_check_helper", "bw_tmem_check_helper")
 PREAMBLE = ("import math, random, re, inspect, numpy as np, torch\nimport matplotlib\nmatplotlib.use('Agg')\n"
             "import matplotlib.pyplot as plt\nfrom IPython.display import display\nimport gemmlab\n"
-            "from gemmlab import layout as L, draw, nbhelpers as nbh\nshow = plt.close\n"
+            "from gemmlab import layout as L, draw, nbhelpers as nbh, techniques as T\nshow = plt.close\n"
             "GPU, ARCH, HOPPER, BLACKWELL = False, 'sm_90a', True, False\n")
 
 
@@ -63,6 +63,27 @@ def blackwell_namespace(replace: dict[str, str] | None = None) -> dict:
                                         "kernel:hopper_bw_tile": replace.get("hopper_bw_tile", src["hopper_bw_tile"])})
     exec(PREAMBLE, ns)
     return run(ns, BW_SUPPORT_CELLS)
+
+
+#: The Hopper kernels of Exercises 2, 4 and 6, each with its build cell, and what their tests need besides.
+HOPPER_KERNELS = {"hopper_one_tile": "build_one_tile", "hopper_pipelined": "build_pipelined", "hopper_ws": "build_ws"}
+HOPPER_SUPPORT_CELLS = ("wait_check_helper", "pipeline_shapes")
+
+
+def hopper_namespace(replace: dict[str, str] | None = None, kernels: tuple[str, ...] = tuple(HOPPER_KERNELS)) -> dict:
+    """The Hopper ``kernels`` (answer cells of Exercises 2, 4 and 6, each with its ``replace``d source) with the common
+    part, compiled for sm_90a by their build cells, with the setup cell's ``hopper_gpu_here`` and the cells their tests
+    need besides."""
+    src = cells()
+    replace = replace or {}
+    parts = {"hopper_one_tile": ("hopper_one_tile",), "hopper_pipelined": ("hopper_pipelined",),
+             "hopper_ws": ("hopper_ws_config", "hopper_ws", "hopper_ws_launch")}
+    sources = {f"kernel:{k}": "\n\n".join(replace.get(g, src[g]) for g in parts[k]) for k in kernels}
+    ns = solution_cells.load_namespace(ASSIGNMENT, ["kernel:hopper_common", *sources], sources)
+    exec(PREAMBLE, ns)
+    setup = src["setup"]
+    exec(compile(setup[setup.index("def hopper_gpu_here"):], "<07:setup>", "exec"), ns)
+    return run(ns, [*(HOPPER_KERNELS[k] for k in kernels), *HOPPER_SUPPORT_CELLS])
 
 
 def solution_part(grade_id: str) -> str:

@@ -102,7 +102,11 @@ GEMM05 = [T.copies("global", "shared", by="cp.async", bytes=16, where="main_loop
 WS07 = [T.releases_after_wgmma_wait(in_flight=1, overlap=True), T.mma("wgmma", count=4, where="main_loop"),
         T.instructions("tma.store"), T.instructions("tma.load", detail="multicast"),
         T.instructions("setmaxnreg", count=2)]
-BW_TILE07 = [T.mma("tcgen05", count=4), T.accumulates_after_first(), T.mma_per_k_block(4), T.commits_once_per_warp()]
+BW_TILE07 = [T.mma("tcgen05", count=4), T.accumulates_after_first(), T.mma_per_k_block(4), T.commits_once_per_warp(),
+             T.ring_waits(1)]
+PIPE07 = [T.instructions("tma.load", at_least=2), T.instructions("mbarrier.wait", at_least=2),
+          T.mma("wgmma", count=8, where="main_loop", only=True), T.releases_after_wgmma_wait(in_flight=0),
+          T.arrives_once_per_warp()]
 
 
 def bw_gemm07(stages: int, k_tiles: int) -> list[T.Check]:
@@ -111,5 +115,5 @@ def bw_gemm07(stages: int, k_tiles: int) -> list[T.Check]:
             T.commits_once_per_warp(), T.ring_waits(stages), T.tmem_allocated(128), T.tmem_read_out(4)]
 
 
-__all__ = ["BW_TILE07", "COPY01", "COPY02", "GEMM05", "GEMM06", "SMEM08", "WMMA08", "WS07", "bw_gemm07",
+__all__ = ["BW_TILE07", "COPY01", "COPY02", "GEMM05", "GEMM06", "PIPE07", "SMEM08", "WMMA08", "WS07", "bw_gemm07",
            "cell", "dsl_examples", "run_sources", "edit", "failures", "namespace", "pipeline_checks", "source"]
