@@ -37,7 +37,7 @@ GPU_TESTS: dict[str, tuple[str, ...]] = {
     "03_swizzle_and_banks": ("test_transpose",),
     "04_mma": ("test_simt_tile", "test_mma_tile"),
     "04b_tiled_mma": ("test_cta_kernel_slow",),
-    "05_global_gemm": ("test_one_k_tile_slow", "test_gemm_correct_slow", "test_perf_bar_slow"),
+    "05_global_gemm": ("test_tile_order", "test_one_k_tile_slow", "test_gemm_correct_slow", "test_perf_bar_slow"),
     "06_pipelining": ("test_pipeline_kernel_slow", "test_performance_bar_slow"),
     "07_hopper": ("test_one_tile_slow", "test_pipelined_slow", "test_ws_slow", "test_ws_speed_slow"),
     "08_cuda_ladder": ("test_naive_slow", "test_smem_slow", "test_wmma_slow", "test_dbuf_slow", "test_swizzle_slow",

@@ -122,7 +122,9 @@ def global_refs(fn: Callable, depth: int = 0, seen: set[int] | None = None) -> l
 
     A kernel handle reads them again before each lookup: a setting or helper rebound after the
     handle was made (``STAGES = 4`` in a later cell) then compiles a new variant instead of
-    silently running the one compiled for the old value."""
+    silently running the one compiled for the old value. A name not defined yet is kept too: a
+    notebook makes the handle in one cell and defines the kernel it launches in a later one (05's
+    ``gemm05_dsl``), and that definition must change the key."""
     seen = set() if seen is None else seen
     f = getattr(fn, "__wrapped__", fn)
     code = getattr(f, "__code__", None)
@@ -132,9 +134,9 @@ def global_refs(fn: Callable, depth: int = 0, seen: set[int] | None = None) -> l
     glb = getattr(f, "__globals__", {})
     refs = []
     for name in sorted(_code_names(code)):
+        refs.append((glb, name))
         if name not in glb:
             continue
-        refs.append((glb, name))
         target = getattr(glb[name], "__wrapped__", glb[name])
         if callable(target) and hasattr(target, "__code__") and not _is_library(target) and depth < _MAX_DEPTH:
             refs.extend(global_refs(target, depth + 1, seen))

@@ -32,7 +32,7 @@ from .check import Check, Finding
 from .datapath import coalesced, copies, fragments_by, loads, no_global_loads_outside_copies, no_local_memory, stores
 from .images import MachineCode, TargetError, machine_code, program
 from .instructions import instruction_counts, instructions, mma
-from .pipeline import (arrives_once_per_warp, commits_per_stage, copies_land_before_reads, pipelined,
+from .pipeline import (arrives_once_per_warp, commits_per_stage, copies_land_before_reads, pipelined, refills_after_barrier,
                        releases_after_wgmma_wait, waits_in_main_loop)
 from .probe import TileOrder, probe_tile_order
 from .program import Program
@@ -86,5 +86,5 @@ __all__ = ["Check", "Finding", "MachineCode", "Program", "TargetError", "Techniq
            "commits_per_stage", "copies",
            "copies_land_before_reads", "events", "fragments_by", "instruction_counts", "instructions", "loads", "machine_code", "mma",
            "mma_per_k_block", "no_global_loads_outside_copies", "no_local_memory", "pipelined", "probe_tile_order", "programs",
-           "releases_after_wgmma_wait", "require", "ring_waits", "stores", "stores_per_row", "tmem_allocated", "tmem_read_out",
+           "refills_after_barrier", "releases_after_wgmma_wait", "require", "ring_waits", "stores", "stores_per_row", "tmem_allocated", "tmem_read_out",
            "waits_in_main_loop"]

@@ -21,9 +21,25 @@ _PTX = {"mma.sync": "mma.sync (SASS HMMA)", "wgmma": "wgmma.mma_async (SASS HGMM
         "tcgen05.mma": "tcgen05.mma (SASS UTCHMMA)"}
 
 
-def _matches(site: Site, kind: str) -> bool:
+#: ``mma(inputs=...)``: the input type of an ``mma.sync``, as SASS writes it after the accumulator type
+#: (``HMMA.16816.F32`` takes fp16, ``HMMA.16816.F32.BF16`` bf16, ``HMMA.1684.F32.TF32`` tf32).
+MMA_INPUTS = {"f16": "", "bf16": "BF16", "tf32": "TF32"}
+
+
+def _inputs_of(site: Site) -> str:
+    """The input type of an mma.sync (a key of :data:`MMA_INPUTS`), or "" for any other instruction."""
+    e = classify(site.ins)
+    if e.kind != "mma.sync":
+        return ""
+    marks = set(e.detail.split("."))
+    return next((name for name, mark in MMA_INPUTS.items() if mark and mark in marks), "f16")
+
+
+def _matches(site: Site, kind: str, inputs: str | None = None) -> bool:
     e = classify(site.ins)
     if e.kind not in TENSOR_CORE:
+        return False
+    if inputs is not None and _inputs_of(site) != inputs:
         return False
     if kind in MMA_KINDS:
         want = MMA_KINDS[kind]
@@ -31,11 +47,11 @@ def _matches(site: Site, kind: str) -> bool:
     return e.shape == kind
 
 
-def _describe(sites: list[Site]) -> str:
+def _describe(sites: list[Site], inputs: bool = False) -> str:
     counts: dict[str, int] = {}
     for s in sites:
         e = classify(s.ins)
-        key = f"{e.kind} {e.shape}".strip()
+        key = f"{e.kind} {e.shape}".strip() + (f" on {_inputs_of(s)} inputs" if inputs and e.kind == "mma.sync" else "")
         counts[key] = counts.get(key, 0) + 1
     return ", ".join(f"{n} {k}" for k, n in counts.items()) or "none"
 
@@ -49,32 +65,38 @@ def _count_message(found: int, count: int | None, at_least: int | None) -> str |
 
 
 def mma(kind: str = "any", count: int | None = None, at_least: int | None = 1, where: str = "anywhere",
-        only: bool = False) -> Check:
+        only: bool = False, inputs: str | None = None) -> Check:
     """Tensor-core instructions of ``kind`` in ``where``: a shape (``"m16n8k16"``, ``"m16n8k8"``, a wgmma's
     ``"64x256x16"``) or a family (``"mma.sync"``, ``"wgmma"``, ``"tcgen05"``, ``"any"``); exactly ``count`` of
-    them, or ``at_least``; ``only``: no tensor-core instruction of another kind there.
+    them, or ``at_least``; ``only``: no tensor-core instruction of another kind there. ``inputs`` (``"f16"``,
+    ``"bf16"``, ``"tf32"``; mma.sync only): the type the instruction multiplies, so that a bf16 kernel built on
+    an fp16 MMA (the same bits read as other numbers) is told so.
 
-    Reads: HMMA/IMMA (mma.sync, and WMMA: two HMMA.16816 per 16×16×16), HGMMA (wgmma), UTCHMMA (tcgen05.mma).
+    Reads: HMMA/IMMA (mma.sync, and WMMA: two HMMA.16816 per 16×16×16; the input type after the accumulator's,
+    ``HMMA.16816.F32.BF16``), HGMMA (wgmma), UTCHMMA (tcgen05.mma).
     """
     check_where(where)
+    if inputs is not None and inputs not in MMA_INPUTS:
+        raise ValueError(f"inputs= must be one of {', '.join(MMA_INPUTS)}, not {inputs!r}")
     name = signature("mma", kind=kind, count=count, at_least=at_least if at_least != 1 else None,
-                     where=where if where != "anywhere" else None, only=only or None)
-    what = _PTX.get(MMA_KINDS.get(kind) or "", f"{kind} MMA")
+                     where=where if where != "anywhere" else None, only=only or None, inputs=inputs)
+    what = _PTX.get(MMA_KINDS.get(kind) or "", f"{kind} MMA") + (f" on {inputs} inputs" if inputs else "")
 
     def run(p: Program) -> Finding:
         early = no_main_loop(p, name, where)
         if early:
             return early
         every = p.where(TENSOR_CORE, where)
-        good = [s for s in every if _matches(s, kind)]
+        good = [s for s in every if _matches(s, kind, inputs)]
         problem = _count_message(len(good), count, at_least if count is None else None)
         if problem:
             return failed(name, f"{PLACE[where]}: {problem} {what} instruction(s); your kernel has "
-                                f"{_describe(every)}.", every)
+                                f"{_describe(every, inputs is not None)}.", every)
         if only and len(good) != len(every):
             other = [s for s in every if s not in good]
-            return failed(name, f"{PLACE[where]} your kernel also uses {_describe(other)}: use the {kind} "
-                                "instruction only.", other)
+            also = _describe(other, inputs is not None)
+            return failed(name, f"{PLACE[where]} your kernel also uses {also}: use the {kind} instruction"
+                                f"{f' on {inputs} inputs' if inputs else ''} only.", other)
         return passed(name, f"{len(good)} {what} instruction(s) {PLACE[where]}.", good)
 
     return Check(name, f"tensor cores through {what}", run)
@@ -165,4 +187,4 @@ def instruction_counts(target: object, example: object = None) -> dict[str, int]
     return counts
 
 
-__all__ = ["MMA_KINDS", "instruction_counts", "instructions", "mma"]
+__all__ = ["MMA_INPUTS", "MMA_KINDS", "instruction_counts", "instructions", "mma"]

@@ -235,6 +235,80 @@ def copies_land_before_reads(pending: int = 0, where: str = "anywhere") -> Check
     return Check(name, "copies waited for (commit, wait, barrier) before shared memory is read", run)
 
 
+def _writes_shared(site: Site) -> bool:
+    """A write into shared memory: a cp.async (or TMA) copy, or a store (a staged copy, a zero fill)."""
+    e = classify(site.ins)
+    return e.kind in ("cp.async", "tma.load") or (e.kind == "store" and e.space == "shared")
+
+
+def _read_since_barrier(p: Program) -> dict[int, bool]:
+    """Per block: whether shared memory may have been read since the last CTA barrier when the block starts (a
+    may-analysis over every path, round the loops too; a predicated barrier may not run)."""
+    g = p.graph
+    entry: dict[int, bool] = {b: False for b in g.order}
+    exit_: dict[int, bool] = {}
+    work = list(g.order)
+    while work:
+        b = work.pop(0)
+        state = any(exit_.get(q, False) for q in g.blocks[b].predecessors)
+        entry[b] = state
+        for i, ins in enumerate(g.blocks[b].instructions):
+            if ins.never_runs:
+                continue
+            e = classify(ins)
+            if e.kind == "barrier" and not ins.conditional:
+                state = False
+            elif _reads_shared(Site(b, i, ins)):
+                state = True
+        if exit_.get(b) != state:
+            exit_[b] = state
+            work += [q for q in g.blocks[b].successors if q not in work]
+    return entry
+
+
+def refills_after_barrier() -> Check:
+    """In the main loop, shared memory is written (the next k-tile's copies) only after a barrier that follows
+    every read of it: a warp that copies the next tile while another still reads the current one overwrites
+    that tile under it. For kernels with one buffer (notebook 05's); a ring refills a slot that nobody reads
+    while others are read, which this check cannot tell apart (use waits_in_main_loop and pipelined there).
+
+    Reads: LDSM/LDS (reads of shared memory), BAR.SYNC, and LDGSTS/STS (writes) on every path round the main
+    loop. Cannot see: which part of shared memory an instruction touches.
+    """
+    name = signature("refills_after_barrier")
+
+    def run(p: Program) -> Finding:
+        early = no_main_loop(p, name, "main_loop")
+        if early:
+            return early
+        inside = p.region("main_loop") or set()
+        if not any(_reads_shared(s) for s in p.sites if s.block in inside):
+            return failed(name, "your main loop reads no shared memory: the MMAs' fragments should come from the "
+                                "tiles the loop copies there.")
+        entry = _read_since_barrier(p)
+        for b in (b for b in p.graph.order if b in inside):
+            state = entry[b]
+            for i, ins in enumerate(p.graph.blocks[b].instructions):
+                if ins.never_runs:
+                    continue
+                site = Site(b, i, ins)
+                e = classify(ins)
+                if e.kind == "barrier" and not ins.conditional:
+                    state = False
+                elif _reads_shared(site):
+                    state = True
+                elif state and _writes_shared(site):
+                    return failed(name, "your main loop writes the next tile into shared memory while other warps may "
+                                        f"still be reading the current one ({ins.opcode} with no barrier since the "
+                                        "last read of shared memory): a fast warp overwrites the tile a slow warp is "
+                                        "multiplying. Put __syncthreads() (DSL cute.arch.sync_threads()) after the "
+                                        "MMAs and before the next tile's copies.", [site])
+        return passed(name, "every copy into shared memory in the main loop comes after a barrier that follows the "
+                            "reads of the tile before it.")
+
+    return Check(name, "a barrier between the last read of a tile and the copies that overwrite it", run)
+
+
 def releases_after_wgmma_wait(in_flight: int = 1, overlap: bool = False) -> Check:
     """In the main loop, a slot is released (an mbarrier arrival) only when at most ``in_flight`` groups of
     wgmmas may still run: after ``wgmma.wait_group(1)`` the previous k-tile's wgmmas, which read the slot
@@ -339,5 +413,5 @@ def _compare(p: Program, site: Site, lane: int) -> bool | None:
     return _COMPARE[cmp](a, b)
 
 
-__all__ = ["arrives_once_per_warp", "commits_per_stage", "copies_land_before_reads", "pipelined",
+__all__ = ["arrives_once_per_warp", "commits_per_stage", "copies_land_before_reads", "pipelined", "refills_after_barrier",
            "releases_after_wgmma_wait", "waits_in_main_loop"]

@@ -8,6 +8,7 @@ import random
 import pytest
 
 import solution_cells  # noqa: E402
+from tests.support.graded_cells import cells_by_grade_id, run_cells  # noqa: E402
 from tests.support.nn_gemm_cases import check_padded_rows  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -85,33 +86,10 @@ def test_speed_against_cublas(gemm):
     bar.raise_if_failed()
 
 
-NAIVE = r'''
-#include <cuda_fp16.h>
-__global__ void naive_vec8(const half* A, const half* B, half* C, int M, int N, int K)
-{
-    int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y;
-    if (m >= M || n >= N) return;
-    float acc = 0.0f;
-    for (int k = 0; k < K; k += 8) {
-        uint4 bits = *reinterpret_cast<const uint4*>(A + (size_t)m * K + k);
-        const half* a = reinterpret_cast<const half*>(&bits);
-        for (int i = 0; i < 8 && k + i < K; ++i)
-            acc += __half2float(a[i]) * __half2float(B[(size_t)(k + i) * N + n]);
-    }
-    C[(size_t)m * N + n] = __float2half(acc);
-}
-'''
-JOB = '''
-import torch, gemmlab
-src, (M, N, K) = args
-kernel = gemmlab.compile(src, "naive_vec8")
-A = torch.randn(M, K, device="cuda").half()
-B = torch.randn(K, N, device="cuda").half()
-C = torch.empty(M, N, device="cuda").half()
-kernel(A, B, C, M, N, K, grid=((N + 127) // 128, M), block=128)
-torch.cuda.synchronize()
-result = float((C.float() - A.float() @ B.float()).abs().max())
-'''
+def _naive():
+    """The notebook's own naive kernel and the child's job (section 2), as its cell defines them."""
+    ns = run_cells(ASSIGNMENT, ["setup", "faulty_kernel"])
+    return ns["VEC8_SRC"], ns["NAIVE_JOB"]
 
 
 def test_isolated_fault_is_named_and_this_process_survives():
@@ -121,10 +99,11 @@ def test_isolated_fault_is_named_and_this_process_survives():
     from gemmlab.runtime import faults
     from gemmlab.isolate import IsolatedJobError
 
+    naive, job = _naive()
     x = torch.arange(8.0, device="cuda")          # this process has a live context before...
-    assert gemmlab.run_isolated(JOB, NAIVE, (256, 256, 256)) < 0.1
+    assert gemmlab.run_isolated(job, naive, (256, 256, 256)) < 0.1
     with pytest.raises(IsolatedJobError) as info:
-        gemmlab.run_isolated(JOB, NAIVE, (1000, 1001, 999), timeout_s=120)
+        gemmlab.run_isolated(job, naive, (1000, 1001, 999), timeout_s=120)
     assert info.value.cuda_error == "misaligned address", str(info.value)
     assert faults.lost_reason() is None
     assert (x * 2).sum().item() == 56.0             # ...and after the child's fault
@@ -145,3 +124,67 @@ torch.cuda.synchronize()                     # never returns: the parent must ki
 '''
     with pytest.raises(gemmlab.KernelTimeoutError, match="killed"):
         gemmlab.run_isolated(hang, timeout_s=20)
+
+
+# ------------------------------------------------------------------ step 5.1's tile order, measured from the kernel
+#
+# The CPU part of step 5.1's test reads tile_of; the GPU part measures the tile each CTA of the kernel really
+# writes (gemmlab.techniques.probe_tile_order). Three ways around the CPU part, each through the notebook's own
+# test cells: option A's step 5.2 cell overwriting m_tile and n_tile after tile_of; a DSL tile_of_dsl that answers
+# plain integers in grouped order and the kernel's integers in row-major order; tile_of_dsl rebound to row-major
+# order after step 5.1's test (the performance bar's test measures the order of the kernel it timed).
+
+CONTEXT = ["setup", "launchers", "vector_bytes"]
+CPP = ["gemm_cpp_tiles", "gemm_cpp_load_tile", "gemm_cpp_setup", "gemm_cpp", "gemm_cpp_partitions", "gemm_cpp_first_tile",
+       "gemm_cpp_k_loop", "gemm_cpp_whole", "build_cpp"]
+DSL = ["gemm_dsl_load_tile", "gemm_dsl_host", "gemm_dsl_kernel", "gemm_dsl_first_tile", "gemm_dsl", "build_dsl",
+       "dsl_step_facts"]
+
+
+def _edit(gid: str, old: str, new: str) -> dict[str, str]:
+    source = cells_by_grade_id(ASSIGNMENT)[gid]
+    assert source.count(old) == 1, f"{gid} no longer holds {old!r}: update the test"
+    return {gid: source.replace(old, new)}
+
+
+def _tile_order_test(tmp_path, option_cells, replace=None):
+    return run_cells(ASSIGNMENT, CONTEXT + option_cells + ["step_checks", "test_tile_order"], replace, folder=tmp_path)
+
+
+@pytest.mark.parametrize("option", ["cpp", "dsl"])
+def test_step_5_1_measures_the_solutions_order_on_the_gpu(tmp_path, option):
+    ns = _tile_order_test(tmp_path, CPP if option == "cpp" else DSL)
+    assert ns["_probed"], "the GPU part measured no option"
+
+
+ROW_MAJOR_CPP = ("    // ### BEGIN SOLUTION\n    // global -> shared",
+                 "    m_tile = int(blockIdx.x) / ((N + BN - 1) / BN);     // row-major after all, tiles and all\n"
+                 "    n_tile = int(blockIdx.x) % ((N + BN - 1) / BN);\n"
+                 "    gA = local_tile(mA, tileA, make_coord(m_tile, _));\n"
+                 "    gB = local_tile(mB, tileB, make_coord(n_tile, _));\n"
+                 "    cA = local_tile(make_identity_tensor(shape(mA)), tileA, make_coord(m_tile, _));\n"
+                 "    cB = local_tile(make_identity_tensor(shape(mB)), tileB, make_coord(n_tile, _));\n"
+                 "    // ### BEGIN SOLUTION\n    // global -> shared")
+TWO_FACED_DSL = ("    per_group = group * tiles_n\n",
+                 "    if not isinstance(pid, int):           # the kernel's integers: row-major\n"
+                 "        return pid // tiles_n, pid % tiles_n\n    per_group = group * tiles_n\n")
+
+
+def test_step_5_1_rejects_a_cpp_kernel_that_overwrites_its_tile_after_tile_of(tmp_path):
+    with pytest.raises(AssertionError, match="CTA 1 computes tile"):
+        _tile_order_test(tmp_path, CPP, _edit("gemm_cpp", *ROW_MAJOR_CPP))
+
+
+def test_step_5_1_rejects_a_dsl_tile_of_that_answers_plain_integers_in_another_order(tmp_path):
+    with pytest.raises(AssertionError, match="CTA 1 computes tile"):
+        _tile_order_test(tmp_path, DSL, _edit("gemm_dsl_load_tile", *TWO_FACED_DSL))
+
+
+@pytest.mark.timing
+def test_the_performance_bar_measures_the_order_of_the_kernel_it_timed(tmp_path):
+    ns = _tile_order_test(tmp_path, DSL)
+    rebind = tmp_path / "rebind.py"        # a cell of the student's after step 5.1's test
+    rebind.write_text("def tile_of_dsl(pid, tiles_m, tiles_n, group):\n    return pid // tiles_n, pid % tiles_n\n")
+    exec(compile(rebind.read_text(), str(rebind), "exec"), ns)
+    with pytest.raises(AssertionError, match="CTA 1 computes tile"):
+        run_cells(ASSIGNMENT, ["perf_measure_slow", "test_perf_bar_slow"], namespace=ns, folder=tmp_path)

@@ -2,11 +2,15 @@
 
 Each wrong answer replaces the solution cell; the notebook's own test cell (visible + hidden
 tests) must fail on it, and the ones marked ``visible`` must already fail the student's visible
-tests. The kernel's tests run only on a GPU (tests/course/test_gpu_global_gemm.py).
+tests. Exercise 5's step tests read the kernel's machine code before any GPU part, so wrong kernels
+(copies, fragments or MMAs made another way, a K loop missing a wait, a barrier or its commit) fail
+here; what the kernel computes, and the tile order measured from it, are checked on a GPU
+(tests/course/test_gpu_global_gemm.py).
 """
 from __future__ import annotations
 
 import random
+import re
 import tempfile
 from pathlib import Path
 
@@ -184,19 +188,6 @@ def test_the_tile_order_is_not_printed_in_the_kernel_skeleton() -> None:
     for answer in ("gemm_cpp_load_tile", "gemm_dsl_load_tile"):
         source = cells[answer]
         assert "per_group" in source.split("BEGIN SOLUTION")[1].split("END SOLUTION")[0], answer
-
-
-def test_build_cells_name_the_parts_a_fast_build_lacks() -> None:
-    """Without a GPU a kernel that compiles says nothing of itself; the build cells say when the VEC = 8
-    build has no tensor-core MMA, no ldmatrix or no cp.async (an empty kernel body compiles too)."""
-    ns: dict = {}
-    exec(cells_by_grade_id(NB)["launchers"], ns)
-    missing = ns["missing_instructions"]
-    solution_like = ("cp.async.cg.shared.global [%r1], [%rd1], 16;\nldmatrix.sync.aligned.m8n8.x4.shared.b16 "
-                     "{%r2}, [%r3];\nmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1}, {%r4}, {%r5}, {%f1};")
-    assert missing(solution_like) == []
-    assert len(missing("ld.global.u32 %r1, [%rd1];")) == 3
-    assert missing(solution_like.replace("ldmatrix", "ld.shared")) == ["ldmatrix (the shared -> register copies)"]
 
 
 # ------------------------------------------------------------------ Exercise 5's steps 5.1 to 5.3 (CPU parts)
@@ -447,37 +438,157 @@ def test_step_5_2_refuses_preprocessor_lines_in_a_cpp_part(no_gpu) -> None:
         ns["check_cpp_parts"]("C++ (option A)")
 
 
-# ---- step 5.3: the instructions its kernel must hold (read from the PTX before any GPU part)
+# ---- steps 5.2 to 5.4: the kernel's machine code (gemmlab.techniques), read by the tests without a GPU
+#
+# Option B written to step 5.4 and built (its build cell compiles every variant the tests read, about 2 s each);
+# each wrong answer is an edit of the solution's cells, a class of mistake a student makes or a way around the
+# object checks of step 5.2 (right objects, and the copies or MMAs made some other way).
 
-def test_step_5_3_technique_needs_tensor_cores_ldmatrix_and_cp_async_of_the_right_width(no_gpu) -> None:
-    import torch
+DSL_ALL = ["vector_bytes", "gemm_dsl_load_tile", "gemm_dsl_host", "gemm_dsl_kernel", "gemm_dsl_first_tile", "gemm_dsl",
+           "build_dsl", "dsl_step_facts"]
+KERNEL_TESTS = ["test_copies_and_mma_slow", "test_one_k_tile_slow", "test_gemm_correct_slow"]
 
-    ns = _run_files(STEP_CONTEXT + STEP_CHECKS)
-    need = ns["require_technique"]
-    good = ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1}, {%r1}, {%r2}, {%f1};\n"
-            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1}, [%r2];\nldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
-            "{%r3}, [%r4];\ncp.async.ca.shared.global [%r5], [%rd1], 16;\n")
-    need("A", good, 8, torch.float16)
-    for ptx, vec, dtype, match in [
-        (good.replace("cp.async.ca.shared.global [%r5], [%rd1], 16;", "ld.global.v4.u32 {%r1}, [%rd1];"), 8,
-         torch.float16, "cp.async"),
-        (good, 4, torch.float16, "8-byte cp.async"),                          # a 16-byte copy on 8-byte rows
-        (good, 1, torch.float16, "plain 2-byte"),                             # cp.async where rows are 2-byte aligned
-        (good.replace(".trans", ""), 8, torch.float16, "transposing"),
-        (good.replace("ldmatrix", "ld.shared.v4"), 8, torch.float16, "ldmatrix"),
-        (good, 8, torch.bfloat16, "bf16"),                                   # an fp16 MMA in the bf16 kernel
-    ]:
-        with pytest.raises(AssertionError, match=match):
-            need("A", ptx, vec, dtype)
+
+def _edit(gid: str, old: str, new: str) -> dict[str, str]:
+    source = cells_by_grade_id(NB)[gid]
+    assert source.count(old) == 1, f"{gid} no longer holds {old!r}: update the wrong answer"
+    return {gid: source.replace(old, new)}
+
+
+_UNIVERSAL = {**_edit("gemm_dsl_host", "op = cute.nvgpu.cpasync.CopyG2SOp() if bits >= 32 else cute.nvgpu.CopyUniversalOp()",
+                      "op = cute.nvgpu.CopyUniversalOp()")}
+_UNIVERSAL["gemm_dsl_host"] = (_UNIVERSAL["gemm_dsl_host"]
+                               .replace("cute.nvgpu.warp.LdMatrix8x8x16bOp(False, 4)", "cute.nvgpu.CopyUniversalOp()")
+                               .replace("cute.nvgpu.warp.LdMatrix8x8x16bOp(True, 4)", "cute.nvgpu.CopyUniversalOp()"))
+_K_LOOP = "        cute.arch.cp_async_wait_group(0)\n        cute.arch.sync_threads()                       # tile t's copies"
+_LOADS = """        if t < cta.last:
+            load_tile(cta.g2s_A, cta.tAgA[None, None, None, t], cta.tAsA, cta.tAcA[None, None, None, t], cta.M, cta.K, False)
+            load_tile(cta.g2s_B, cta.tBgB[None, None, None, t], cta.tBsB, cta.tBcB[None, None, None, t], cta.N, cta.K, False)
+            cute.arch.cp_async_commit_group()
+"""
+
+#: name -> (the cells replaced, {test: what its message says}); the other kernel tests pass.
+WRONG_DSL_KERNELS = {
+    "load_tile copies through the registers, not with g2s": (
+        _edit("gemm_dsl_load_tile", "cute.copy(g2s, tXgX[None, i, j], tXsX[None, i, j])",
+              "cute.autovec_copy(tXgX[None, i, j], tXsX[None, i, j])"),
+        {t: "no 16-byte cp.async from global to shared memory" for t in KERNEL_TESTS}),
+    "fragments by plain shared-memory loads, not ldmatrix": (
+        _edit("gemm_dsl_first_tile", "cute.copy(cta.s2r_A, cta.tXsA[None, None, kb], cta.tXrA[None, None, kb])",
+              "cute.autovec_copy(cta.tXsA[None, None, kb], cta.tXrA[None, None, kb])"),
+        {t: "come from plain shared-memory loads" for t in KERNEL_TESTS}),
+    "UniversalCopy everywhere (no cp.async, no ldmatrix)": (
+        _UNIVERSAL, {"test_copies_and_mma_slow": "CopyG2SOp", "test_one_k_tile_slow": "no 16-byte cp.async",
+                     "test_gemm_correct_slow": "no 16-byte cp.async"}),
+    "the fp16 MMA in the bf16 kernel": (
+        _edit("gemm_dsl_host", "cute.nvgpu.warp.MmaF16BF16Op(ab, cutlass.Float32, (16, 8, 16))",
+              "cute.nvgpu.warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16))"),
+        {"test_copies_and_mma_slow": "Float16 inputs", "test_one_k_tile_slow": "on bf16 inputs"}),
+    "no barrier before the next tile's copies": (
+        _edit("gemm_dsl", "        mma_k_tile(cta)\n        cute.arch.sync_threads()                       # everyone is done "
+                          "reading it\n", "        mma_k_tile(cta)\n"),
+        {"test_gemm_correct_slow": "no barrier since the last read of shared memory"}),
+    "no barrier after the wait": (
+        _edit("gemm_dsl", _K_LOOP, "        cute.arch.cp_async_wait_group(0)\n        # tile t's copies"),
+        {"test_gemm_correct_slow": "with no barrier (__syncthreads) between them"}),
+    "wait_group 1 leaves the tile it reads in flight": (
+        _edit("gemm_dsl", _K_LOOP, _K_LOOP.replace("wait_group(0)", "wait_group(1)")),
+        {"test_gemm_correct_slow": "may still be in flight"}),
+    "no commit in the K loop": (
+        _edit("gemm_dsl", "            cute.arch.cp_async_commit_group()\n    ### END SOLUTION", "    ### END SOLUTION"),
+        {"test_gemm_correct_slow": "not closed into a group"}),
+    "the next tile's copies issued before the MMAs, into the tile they read": (
+        _edit("gemm_dsl", "        mma_k_tile(cta)\n        cute.arch.sync_threads()                       # everyone is done "
+                          "reading it\n" + _LOADS, _LOADS + "        mma_k_tile(cta)\n        cute.arch.sync_threads()\n"),
+        {"test_gemm_correct_slow": "may still be in flight"}),
+}
+
+
+def _kernel_namespace(replace: dict[str, str] | None = None) -> dict:
+    return _run_files(STEP_CONTEXT + DSL_ALL + STEP_CHECKS, replace)
 
 
 @pytest.mark.slow
-def test_step_5_3_technique_passes_the_dsl_solution(no_gpu) -> None:
-    """The real PTX of option B's solution, every variant the test reads, passes require_technique."""
-    ns = _run_files(STEP_CONTEXT + ["gemm_dsl_load_tile", "gemm_dsl_host", "gemm_dsl_kernel", "gemm_dsl_first_tile",
-                                    "gemm_dsl"] + ["build_dsl"] + STEP_CHECKS)
-    for vec, dtype in ns["CPP_VARIANTS"]:
-        ns["require_technique"]("B", ns["dsl_ptx"](vec, dtype), vec, dtype)
+def test_the_machine_code_of_the_dsl_solution_passes_steps_5_2_to_5_4(no_gpu) -> None:
+    ns = _kernel_namespace()
+    for test in KERNEL_TESTS:
+        _run_files([test], namespace=ns)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(WRONG_DSL_KERNELS))
+def test_the_machine_code_checks_reject_a_wrong_dsl_kernel(no_gpu, name: str) -> None:
+    replace, fails = WRONG_DSL_KERNELS[name]
+    ns = _kernel_namespace(replace)
+    cells = cells_by_grade_id(NB)
+    for test in KERNEL_TESTS:
+        if test in fails:          # the visible part fails already: the student sees the sentence
+            with pytest.raises(AssertionError, match=re.escape(fails[test])):
+                _run_files([test], {test: visible_part(cells[test])}, namespace=ns)
+        else:
+            _run_files([test], namespace=ns)
+
+
+def test_the_build_cell_says_what_the_fast_build_lacks(no_gpu, capsys) -> None:
+    """Without a GPU a kernel that compiles says nothing of its results; its machine code says which techniques it
+    lacks, under the build cell (an empty kernel body compiles too)."""
+    _kernel_namespace(WRONG_DSL_KERNELS["UniversalCopy everywhere (no cp.async, no ldmatrix)"][0])
+    out = capsys.readouterr().out
+    assert "no 16-byte cp.async from global to shared memory" in out and "not from ldmatrix" in out, out
+    _kernel_namespace()
+    assert "cannot be right yet" not in capsys.readouterr().out
+
+
+# ---- option A: the same machine-code checks on C++ builds (one NVRTC compile each, 60-120 s on two cores: only the
+# fp16 VEC = 8 variant, built here directly instead of the build cell's five)
+
+CPP_ALL = ["gemm_cpp_tiles", "gemm_cpp_load_tile", "gemm_cpp_setup", "gemm_cpp", "gemm_cpp_partitions",
+           "gemm_cpp_first_tile", "gemm_cpp_k_loop", "gemm_cpp_whole"]
+
+
+def _cpp_checks(replace: dict[str, str] | None = None) -> dict:
+    """The notebook's step_checks with option A's VEC = 8 fp16 kernel as ``gemm05_cpp.kernel_for`` builds it."""
+    import types
+
+    import gemmlab
+
+    whole = _edit("gemm_cpp_whole", "gemm05_cpp = cpp_gemm_from(GEMM05_CPP)", "gemm05_cpp = None")
+    ns = _run_files(STEP_CONTEXT + ["vector_bytes"] + CPP_ALL, {**whole, **(replace or {})})
+    kernel = gemmlab.compile(ns["GEMM05_CPP"], "gemm05<cute::half_t>", arch="sm_90a", options=("-DVEC=8",),
+                             timeout=900)
+    ns["gemm05_cpp"] = types.SimpleNamespace(kernel_for=lambda vec=8, dtype=None: kernel)
+    return _run_files(STEP_CHECKS, namespace=ns)
+
+
+WRONG_CPP_KERNELS = {
+    "load_tile copies through the registers, not with g2s": (
+        _edit("gemm_cpp_load_tile", "if (inside) copy(g2s, tXgX(_, i, j), tXsX(_, i, j));",
+              "if (inside) copy(tXgX(_, i, j), tXsX(_, i, j));"), "kernel_checks", "no 16-byte cp.async"),
+    "no barrier before the next tile's copies": (
+        _edit("gemm_cpp_k_loop", "        mma_k_tile();\n        __syncthreads();                          // everyone is done "
+                                 "reading it\n", "        mma_k_tile();\n"), "LOOP_CHECKS",
+        "no barrier since the last read of shared memory"),
+}
+
+
+@pytest.mark.slow
+def test_the_machine_code_of_the_cpp_solution_passes_steps_5_2_to_5_4(no_gpu, monkeypatch) -> None:
+    monkeypatch.setenv("GEMMLAB_COMPILE_TIMEOUT", "900")
+    ns = _cpp_checks()
+    option = ns["nbh"].OPTION_NAMES[0]
+    ns["require_techniques"](option, None, ns["kernel_checks"](8, ns["torch"].float16))
+    ns["require_techniques"](option, None, ns["LOOP_CHECKS"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(WRONG_CPP_KERNELS))
+def test_the_machine_code_checks_reject_a_wrong_cpp_kernel(no_gpu, monkeypatch, name: str) -> None:
+    monkeypatch.setenv("GEMMLAB_COMPILE_TIMEOUT", "900")
+    replace, checks, phrase = WRONG_CPP_KERNELS[name]
+    ns = _cpp_checks(replace)
+    listed = ns["kernel_checks"](8, ns["torch"].float16) if checks == "kernel_checks" else ns[checks]
+    with pytest.raises(AssertionError, match=re.escape(phrase)):
+        ns["require_techniques"](ns["nbh"].OPTION_NAMES[0], None, listed)
 
 
 # ---- what the release (placeholders in every answer cell) scores on the CPU tests of the steps
@@ -492,9 +603,10 @@ def _release_answers() -> dict[str, str]:
             if c.metadata.get("nbgrader", {}).get("solution")}
 
 
-@pytest.mark.parametrize("test", ["test_tile_order", "test_copies_and_mma_slow"])
-def test_the_release_scores_nothing_on_the_cpu_steps(no_gpu, test: str) -> None:
+@pytest.mark.parametrize("test", ["test_tile_order", "test_copies_and_mma_slow", "test_one_k_tile_slow",
+                                  "test_gemm_correct_slow", "test_perf_bar_slow"])
+def test_the_release_scores_nothing_on_the_steps(no_gpu, test: str) -> None:
     answers = _release_answers()
-    cells = STEP_CONTEXT + ["gemm_cpp_load_tile", "gemm_cpp", "gemm_dsl_load_tile", "gemm_dsl_host"]
+    cells = STEP_CONTEXT + ["gemm_cpp_load_tile", "gemm_cpp"] + DSL_ALL + ["perf_measure_slow"]
     with pytest.raises(Exception, match="Neither option"):
-        _run_files(cells + ["dsl_step_facts"] + STEP_CHECKS + [test], {g: answers[g] for g in cells if g in answers})
+        _run_files(cells + STEP_CHECKS + [test], {g: answers[g] for g in cells if g in answers})

@@ -2,12 +2,15 @@
 
 Exercise 2 (the performance equation and the choice of tile and stages) runs its own cells with a wrong
 answer in place of the solution; the graded test cell (visible and hidden tests) must fail, and the visible
-part alone where marked. The pipelined kernel's correctness test reads the kernel's PTX before its GPU part:
-a DSL kernel whose main loop waits for every copy fails it on the CPU. The kernel's results are checked on a
-GPU (tests/course/test_gpu_pipelining.py).
+part alone where marked. The pipelined kernel's tests read the kernel's machine code before their GPU parts
+(gemmlab.techniques): a main loop that is no pipeline (a wait for everything, an extra empty commit, a dummy
+wait beside a wait 0, no wait, a commit only when a tile is loaded, the next tiles' copies issued after the
+MMAs, fragments through local memory) fails them on the CPU, in option B and, for one of them, option A. The
+kernel's results are checked on a GPU (tests/course/test_gpu_pipelining.py).
 """
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -128,41 +131,123 @@ def test_the_release_scores_nothing(test: str) -> None:
         run_cells(NB, cells, replace={g: answers[g] for g in ("plan", "choose_config") if g in cells})
 
 
-# ------------------------------------------------------------------ the kernel's PTX, read before the GPU part
+# ------------------------------------------------------------------ the kernel's machine code, read before the GPU part
 
-KERNEL_CELLS = ["setup", "gemm06_dsl_copies", "gemm06_dsl", "gemm06_dsl_launch", "build_dsl", "gemm_helpers",
-                "test_pipeline_kernel_slow"]
+KERNEL_CELLS = ["setup", "gemm06_dsl_copies", "gemm06_dsl", "gemm06_dsl_launch", "build_dsl", "gemm_helpers"]
+KERNEL_TESTS = ["test_pipeline_kernel_slow", "test_performance_bar_slow"]
 
 
-def _run_kernel_test(replace: dict[str, str] | None = None) -> dict:
-    """The correctness test of Exercise 3 with option B only (option A left alone), each cell run from a file."""
-    cells = cells_by_grade_id(NB)
+def _run_kernel_test(replace: dict[str, str] | None = None, tests: list[str] = KERNEL_TESTS,
+                     cells: list[str] = KERNEL_CELLS, start: dict | None = None) -> dict:
+    """Exercise 3's tests with option B only (option A left alone), each cell run from a file."""
+    source = cells_by_grade_id(NB)
     folder = Path(tempfile.mkdtemp(prefix="gemmlab-06-kernel-"))
-    ns: dict = {"__name__": "notebook_06", "cpp_gemm": None}
-    for gid in KERNEL_CELLS:
-        source = python((replace or {}).get(gid, cells[gid]))
+    ns: dict = {"__name__": "notebook_06", "cpp_gemm": None, **(start or {})}
+    for gid in cells + tests:
+        text = python((replace or {}).get(gid, source[gid]))
         path = folder / f"{gid}.py"
-        path.write_text(source)
-        exec(compile(source, str(path), "exec"), ns)
+        path.write_text(text)
+        exec(compile(text, str(path), "exec"), ns)
     return ns
 
 
 @pytest.mark.slow
-def test_kernel_test_reads_a_pipeline_in_the_dsl_solution(no_gpu) -> None:
+def test_the_dsl_solution_passes_the_machine_code_checks(no_gpu, capsys) -> None:
     ns = _run_kernel_test()
     assert ns["dsl_gemm"] is not None
+    assert "keeps STAGES - 1 k-tiles of 16-byte cp.async copies in flight" in capsys.readouterr().out
+
+
+LOOP_WAIT = ("                cute.arch.cp_async_wait_group(STAGES - 2)\n"
+             "                cute.arch.sync_threads()")
+ISSUE = """            if kb == 0:
+                nxt = t + STAGES - 1
+                if nxt < k_tiles:
+                    if fast_rows & (nxt < full_k):
+                        cute.copy(copy_A, tAgA[None, None, None, nxt], tAsA[None, None, None, nxt % STAGES])
+                        cute.copy(copy_B, tBgB[None, None, None, nxt], tBsB[None, None, None, nxt % STAGES])
+                    else:
+                        load_tile(copy_A, tAgA, tAsA, tAcA, mA.shape, nxt, nxt % STAGES)
+                        load_tile(copy_B, tBgB, tBsB, tBcB, mB.shape, nxt, nxt % STAGES)
+                cute.arch.cp_async_commit_group()
+"""
+GEMM = "            cute.gemm(tiled_mma, acc, tCrA[None, None, kb % 2], tCrB[None, None, kb % 2], acc)\n"
+
+
+def _dsl(old: str, new: str) -> dict[str, str]:
+    source = cells_by_grade_id(NB)["gemm06_dsl"]
+    assert source.count(old) == 1, f"gemm06_dsl no longer holds {old!r}: update the wrong answer"
+    return {"gemm06_dsl": source.replace(old, new)}
+
+
+#: Wrong main loops of option B, each an edit of the solution, and what the tests say.
+WRONG_LOOPS = {
+    "a wait for everything before every tile's MMAs": (
+        _dsl(LOOP_WAIT, LOOP_WAIT.replace("STAGES - 2", "0")), "waits for every copy issued so far"),
+    "an extra empty commit before the wait": (
+        _dsl(LOOP_WAIT, "                cute.arch.cp_async_commit_group()\n" + LOOP_WAIT),
+        "An extra commit with no copy makes an empty group"),
+    "a dummy wait beside a wait 0": (
+        _dsl(LOOP_WAIT, "                cute.arch.cp_async_wait_group(7)\n" + LOOP_WAIT.replace("STAGES - 2", "0")),
+        "cp.async.wait_group 0"),
+    "copies issued, never waited for": (_dsl(LOOP_WAIT, "                cute.arch.sync_threads()"),
+                                        "never waits for its copies"),
+    "a commit only when a tile is loaded": (
+        _dsl("                cute.arch.cp_async_commit_group()\n            cute.gemm(",
+             "                    cute.arch.cp_async_commit_group()\n            cute.gemm("), "commit no group of copies"),
+    "the next tiles' copies issued after the tile's MMAs (the wait one tighter, as that order needs)": (
+        {"gemm06_dsl": _dsl(ISSUE + GEMM, GEMM + ISSUE.replace("if kb == 0:", "if kb == KB - 1:"))["gemm06_dsl"]
+         .replace("cute.arch.cp_async_wait_group(STAGES - 2)\n                cute.arch.sync_threads()",
+                  "cute.arch.cp_async_wait_group(STAGES - 3)\n                cute.arch.sync_threads()")},
+        "at most 1 k-tile(s) of copies are in flight, where the ring keeps 2"),
+    "k-blocks in a run-time loop (fragments through local memory)": (
+        _dsl("for kb in cutlass.range_constexpr(KB):", "for kb in cutlass.range(KB):"), "come from local memory"),
+}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("old, new, match", [
-    # every tile waited for before its MMAs: no copy in flight while they run
-    ("cute.arch.cp_async_wait_group(STAGES - 2)\n                cute.arch.sync_threads()",
-     "cute.arch.cp_async_wait_group(0)\n                cute.arch.sync_threads()", "wait_group"),
-])
-def test_kernel_test_rejects_a_main_loop_that_is_no_pipeline(no_gpu, old: str, new: str, match: str) -> None:
-    source = cells_by_grade_id(NB)["gemm06_dsl"]
-    assert source.count(old) == 1
-    first = source.replace("cute.arch.cp_async_wait_group(STAGES - 2)      # tile 0 has landed",
-                           "cute.arch.cp_async_wait_group(0)      # tile 0 has landed")
-    with pytest.raises(AssertionError, match=match):
-        _run_kernel_test({"gemm06_dsl": first.replace(old, new)})
+@pytest.mark.parametrize("name", sorted(WRONG_LOOPS))
+def test_a_main_loop_that_is_no_pipeline_fails_both_kernel_tests(no_gpu, name: str) -> None:
+    replace, phrase = WRONG_LOOPS[name]
+    ns = _run_kernel_test(replace, tests=[])
+    assert ns["dsl_gemm"] is not None, f"{name}: the wrong answer did not build"
+    for test in KERNEL_TESTS:              # the visible part already fails: the student sees the sentence
+        with pytest.raises(AssertionError, match=re.escape(phrase)):
+            _run_kernel_test(tests=[test], cells=[], replace={test: visible_part(_solution(test))}, start=ns)
+
+
+@pytest.mark.parametrize("test", KERNEL_TESTS)
+def test_the_release_scores_nothing_on_the_kernel(no_gpu, test: str) -> None:
+    release = cells_by_grade_id(NB)
+    import nbformat
+
+    from tests.support import ROOT
+
+    nb = nbformat.read(ROOT / "course" / NB / f"{NB}.ipynb", as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    assert release
+    with pytest.raises(Exception, match="Neither option built"):
+        _run_kernel_test({g: answers[g] for g in KERNEL_CELLS if g in answers}, tests=[test])
+
+
+CPP_CELLS = ["setup", "gemm06_cpp_copies", "gemm06_cpp_setup", "gemm06_cpp", "gemm06_cpp_epilogue", "gemm06_cpp_launch",
+             "build_cpp", "gemm_helpers"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wait_0", [False, True])
+def test_option_a_through_the_test_cell(no_gpu, monkeypatch, wait_0: bool) -> None:
+    """Option A's fast path (one NVRTC compile, a minute or two on two cores; the same build as
+    tests/course/test_techniques_06.py): the solution passes the test's machine-code checks, its wait 0 twin fails."""
+    monkeypatch.setenv("GEMMLAB_COMPILE_TIMEOUT", "900")
+    source = _solution("gemm06_cpp")
+    if wait_0:
+        source = _swap("gemm06_cpp", "        cp_async_wait<STAGES - 2>();", "        cp_async_wait<0>();")
+    run = lambda: _run_kernel_test({"gemm06_cpp": source}, tests=["test_pipeline_kernel_slow"], cells=CPP_CELLS,
+                                   start={"dsl_gemm": None})
+    if wait_0:
+        with pytest.raises(AssertionError, match="at most 1 k-tile"):
+            run()
+    else:
+        run()

@@ -154,6 +154,25 @@ def test_a_handle_sees_globals_rebound_after_it_was_made(tmp_path: Path) -> None
     assert handle.current_key() != first
 
 
+def test_a_handle_made_before_the_kernel_it_launches_is_defined_sees_its_definition(tmp_path: Path) -> None:
+    """Notebook 05 makes its GEMM handle in one cell and defines the kernel the jit function launches in later
+    cells: each definition (and each edit of it, run again) must change the key, or a stale variant runs."""
+    source = (KERNELS / "simple_gemm.py").read_text()
+    head, tail = source.split("@cute.jit", 1) if source.count("@cute.jit") == 1 else (None, None)
+    assert head is not None and "def gemm_kernel" in head, "simple_gemm: the kernel comes before the jit function"
+    (tmp_path / "cell_f.py").write_text(source)
+    f = load_module(tmp_path / "cell_f.py", "gemmlab_test_cell_f")
+    kernel = f.gemm_kernel
+    del f.gemm_kernel                                # the handle is made before the kernel's cell runs
+    handle = dsl.gemm_fn(f.gemm, arch="sm_90a")
+    before = handle.current_key()
+    f.gemm_kernel = kernel                           # the later cell defines it
+    defined = handle.current_key()
+    assert defined != before
+    f.gemm_kernel = lambda *args: kernel(*args)      # and runs again after an edit
+    assert handle.current_key() not in (before, defined)
+
+
 def test_gemm_fn_compiles_lazily() -> None:
     k = dsl.gemm_fn(simple_gemm.gemm, arch="sm_90a")
     with pytest.raises(Exception, match="not compiled yet"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 #: A copy loop through a two-slot ring: cp.async, commit, a wait (``WAIT``) and a barrier per trip; a store
 #: after the loop (its epilogue). ``-DINNER`` adds a loop inside it the compiler keeps; ``-DCALL`` moves the
-#: wait into a device function that is not inlined.
+#: wait into a device function that is not inlined; ``-DNO_REFILL_BARRIER`` drops the barrier after the reads.
 RING = r"""
 #include <cuda_pipeline_primitives.h>
 #ifndef WAIT
@@ -31,7 +31,9 @@ extern "C" __global__ void ring(const float4* src, float* dst, int n, int m)
         for (int j = 0; j < m; ++j) v = v * 0.5f + s[i & 1][j % 128].y;
 #endif
         total += v;
+#ifndef NO_REFILL_BARRIER
         __syncthreads();
+#endif
     }
     if (threadIdx.x < 128) dst[blockIdx.x * 128 + threadIdx.x] = total;
 }
@@ -71,5 +73,24 @@ extern "C" __global__ void tile(const half* A, const half* B, float* D)
     wmma::load_matrix_sync(b, B, 16);
     wmma::mma_sync(acc, a, b, acc);
     wmma::store_matrix_sync(D, acc, 16, wmma::mem_row_major);
+}
+"""
+
+#: One mma.sync m16n8k16 in inline PTX on registers loaded from global memory: fp16 inputs, or bf16 with ``-DBF16``.
+MMA_INPUTS = r"""
+#ifdef BF16
+#define INPUTS "bf16"
+#else
+#define INPUTS "f16"
+#endif
+extern "C" __global__ void one_mma(const unsigned* a, const unsigned* b, float* d)
+{
+    const unsigned t = threadIdx.x;
+    float c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f;
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." INPUTS "." INPUTS ".f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+                 : "r"(a[t]), "r"(a[t + 32]), "r"(a[t + 64]), "r"(a[t + 96]), "r"(b[t]), "r"(b[t + 32]));
+    d[4 * t] = c0; d[4 * t + 1] = c1; d[4 * t + 2] = c2; d[4 * t + 3] = c3;
 }
 """

@@ -138,6 +138,33 @@ def test_the_mma_of_a_wmma_tile_is_two_m16n8k16_fed_from_global_memory() -> None
     assert not findings["fragments_by"].passed and "global memory" in findings["fragments_by"].message
 
 
+def test_a_copy_that_overwrites_shared_memory_before_a_barrier_after_its_reads_is_found() -> None:
+    """The loop's last barrier keeps a fast thread from copying the next tile over one a slow thread still reads."""
+    def found(options):
+        code = T.MachineCode(compiled(kernels.RING, "ring", "sm_80", options).cubin, "ring", "ring")
+        (finding,) = [f for _, f in T.check(code, [T.refills_after_barrier()]).findings]
+        return finding
+
+    assert found(()).passed
+    wrong = found(("-DNO_REFILL_BARRIER",))
+    assert not wrong.passed and "no barrier since the last read of shared memory" in wrong.message, wrong.message
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_an_mma_names_the_type_it_multiplies(bf16: bool) -> None:
+    """HMMA.16816.F32 multiplies fp16, HMMA.16816.F32.BF16 bf16: a bf16 kernel built on the fp16 MMA is told so."""
+    options = ("-DBF16",) if bf16 else ()
+    code = T.MachineCode(compiled(kernels.MMA_INPUTS, "one_mma", "sm_90a", options).cubin, "one_mma", "one_mma")
+    right, wrong = ("bf16", "f16") if bf16 else ("f16", "bf16")
+    assert T.check(code, [T.mma("m16n8k16", count=1, only=True, inputs=right)]).passed
+    report = T.check(code, [T.mma("m16n8k16", only=True, inputs=wrong)])
+    (finding,) = [f for _, f in report.findings]
+    assert not finding.passed and f"on {wrong} inputs" in finding.message and f"1 mma.sync m16n8k16 on {right} inputs" \
+        in finding.message, finding.message
+    with pytest.raises(ValueError, match="inputs="):
+        T.mma("m16n8k16", inputs="fp8")
+
+
 def test_a_warps_addresses_are_evaluated_lane_by_lane() -> None:
     from gemmlab.techniques.datapath import warp_sectors
 
