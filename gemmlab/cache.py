@@ -1,18 +1,35 @@
-"""Content-addressed on-disk cache: same inputs, same key, no recompilation."""
+"""Content-addressed on-disk cache: same inputs, same key, no recompilation.
+
+Two layers: the cache this process writes (``$GEMMLAB_CACHE``), and an optional folder of the same
+layout that it only reads (``$GEMMLAB_CACHE_READONLY``), filled by someone else: a test run's compiles,
+seeded into the grader's sandboxes so that a kernel compiled once in the run is not compiled again
+there. A read-only layer is never written, so no one who reads it can change what another reads.
+"""
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
+
+#: The folder of the cache this process reads and writes (default ``~/.cache/gemmlab``).
+CACHE_ENV = "GEMMLAB_CACHE"
+#: A second cache folder, read when the first misses and never written.
+READONLY_ENV = "GEMMLAB_CACHE_READONLY"
 
 
 def cache_root() -> Path:
     """``$GEMMLAB_CACHE`` or ``~/.cache/gemmlab``; created on first use."""
-    root = Path(os.environ.get("GEMMLAB_CACHE") or Path.home() / ".cache" / "gemmlab")
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "gemmlab")
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def readonly_root() -> Path | None:
+    """``$GEMMLAB_CACHE_READONLY`` when it names a folder, else None; never created or written."""
+    folder = os.environ.get(READONLY_ENV)
+    return Path(folder) if folder and Path(folder).is_dir() else None
 
 
 def key_for(*parts: object) -> str:
@@ -21,31 +38,45 @@ def key_for(*parts: object) -> str:
     return hashlib.sha256(blob).hexdigest()[:40]
 
 
+def _relative(kind: str, key: str) -> Path:
+    return Path(kind) / key[:2] / key
+
+
 def _path(kind: str, key: str) -> Path:
-    folder = cache_root() / kind / key[:2]
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / key
+    path = cache_root() / _relative(kind, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def load(kind: str, key: str) -> bytes | None:
-    """The cached bytes, or None when absent."""
-    path = _path(kind, key)
+    """The cached bytes (this process's cache first, then the read-only layer), or None when absent."""
     try:
-        return path.read_bytes()
+        return _path(kind, key).read_bytes()
+    except OSError:
+        pass
+    seed = readonly_root()
+    if seed is None:
+        return None
+    try:
+        return (seed / _relative(kind, key)).read_bytes()
     except OSError:
         return None
 
 
 def store(kind: str, key: str, data: bytes) -> None:
-    """Write atomically, so a crash or a parallel writer never leaves a torn entry."""
+    """Write atomically, so a crash or a parallel writer never leaves a torn entry.
+
+    The entry gets the permissions of any file its owner creates (the umask decides, as for the
+    notebooks beside it), so a cache folder made readable to share it shares its entries too."""
     path = _path(kind, key)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    tmp = path.parent / f".tmp-{secrets.token_hex(8)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

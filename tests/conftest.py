@@ -1,4 +1,12 @@
-"""Shared test setup: a private cache per session, and the one GPU convention.
+"""Shared test setup: one compile cache for the whole run, and the one GPU convention.
+
+One cache for the run: every test process (pytest-xdist's workers too), every process they start
+(notebooks run headless, the grader's CLI, Ray workers) and, read-only, every sandboxed kernel of the
+grader (``autograder.harness.sandbox.CACHE_SEED_ENV``: the suite plants its own hand-ins, so the seed
+gives nothing away) compile a kernel once a run. The cache is a fresh folder, removed at the end,
+unless ``GEMMLAB_CACHE`` names one (kept between runs: ``GEMMLAB_CACHE=~/.cache/gemmlab-tests``). A
+test about the cache itself, or one that changes entries, uses a folder of its own
+(``private_cache``).
 
 A test that needs a GPU carries the ``gpu`` marker (``pytestmark = pytest.mark.gpu`` for a whole
 file) or takes the ``gpu`` fixture (the torch device it runs on), which marks it too; without a
@@ -9,18 +17,50 @@ happens without a GPU takes the ``no_gpu`` fixture instead: gemmlab then sees no
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-# Tests never touch the student's real cache.
-os.environ.setdefault("GEMMLAB_CACHE", tempfile.mkdtemp(prefix="gemmlab-test-cache-"))
+from autograder.harness.sandbox import CACHE_SEED_ENV
+from gemmlab.cache import CACHE_ENV, READONLY_ENV
+
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 # Loading a notebook's kernel cell would start compiling every variant in the background (notebooks
 # 05, 06): tests compile what they use, so CI's two cores are not shared with compiles nobody waits for.
 # tests/gemmlab/test_ahead.py turns it on where it is the subject.
 os.environ.setdefault("GEMMLAB_COMPILE_JOBS", "0")
+
+#: How the run's cache folder reaches pytest-xdist's workers (their environment is not the controller's).
+RUN_CACHE = "gemmlab_run_cache"
+_made_here: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    worker = getattr(config, "workerinput", None)
+    if worker is not None and RUN_CACHE in worker:
+        folder = worker[RUN_CACHE]
+    elif os.environ.get(CACHE_ENV):
+        folder = os.environ[CACHE_ENV]
+    else:
+        folder = tempfile.mkdtemp(prefix="gemmlab-test-cache-")
+        os.chmod(folder, 0o755)    # the sandboxed kernels, which run as nobody, read it
+        _made_here.append(folder)
+    os.environ[CACHE_ENV] = folder
+    os.environ.setdefault(CACHE_SEED_ENV, folder)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: each worker gets the controller's cache folder."""
+    node.workerinput[RUN_CACHE] = os.environ[CACHE_ENV]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _made_here:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -35,6 +75,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A compile cache of the test's own (empty, no read-only layer): for tests of the cache, or that change it."""
+    folder = tmp_path / "gemmlab-cache"
+    monkeypatch.setenv(CACHE_ENV, str(folder))
+    monkeypatch.delenv(READONLY_ENV, raising=False)
+    return folder
 
 
 @pytest.fixture
