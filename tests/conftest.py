@@ -1,11 +1,14 @@
-"""Shared test setup: one compile cache for the whole run, and the one GPU convention.
+"""Shared test setup: one folder and one compile cache for the whole run, and the one GPU convention.
 
-One cache for the run: every test process (pytest-xdist's workers too), every process they start
-(notebooks run headless, the grader's CLI, Ray workers) and, read-only, every sandboxed kernel of the
-grader (``autograder.harness.sandbox.CACHE_SEED_ENV``: the suite plants its own hand-ins, so the seed
-gives nothing away) compile a kernel once a run. The cache is a fresh folder, removed at the end,
-unless ``GEMMLAB_CACHE`` names one (kept between runs: ``GEMMLAB_CACHE=~/.cache/gemmlab-tests``). A
-test about the cache itself, or one that changes entries, uses a folder of its own
+One run folder (``tests.support.run_once``): made by the first pytest process, shared with
+pytest-xdist's workers, removed at the end. It holds what the run makes once for all its processes
+(``run_once.once``: a graded course that tests in several files read) and the run's compile cache.
+
+One compile cache: every test process, every process they start (notebooks run headless, the
+grader's CLI, Ray workers) and, read-only, every sandboxed kernel of the grader
+(``autograder.harness.sandbox.CACHE_SEED_ENV``: the suite plants its own hand-ins, so the seed gives
+nothing away) compile a kernel once a run. ``GEMMLAB_CACHE=folder`` keeps compiles between runs
+instead. A test about the cache itself, or one that changes entries, uses a folder of its own
 (``private_cache``).
 
 A test that needs a GPU carries the ``gpu`` marker (``pytestmark = pytest.mark.gpu`` for a whole
@@ -26,6 +29,8 @@ import pytest
 
 from autograder.harness.sandbox import CACHE_SEED_ENV
 from gemmlab.cache import CACHE_ENV, READONLY_ENV
+from tests.support.course_gradings import graded_00_on_hopper  # noqa: F401 - a fixture for every test file
+from tests.support.run_once import RUN_DIR_ENV
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 # Loading a notebook's kernel cell would start compiling every variant in the background (notebooks
@@ -33,29 +38,30 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 # tests/gemmlab/test_ahead.py turns it on where it is the subject.
 os.environ.setdefault("GEMMLAB_COMPILE_JOBS", "0")
 
-#: How the run's cache folder reaches pytest-xdist's workers (their environment is not the controller's).
-RUN_CACHE = "gemmlab_run_cache"
+#: How the run's folders reach pytest-xdist's workers (their environment is not the controller's).
+RUN_FOLDERS = "gemmlab_run_folders"
 _made_here: list[str] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
     worker = getattr(config, "workerinput", None)
-    if worker is not None and RUN_CACHE in worker:
-        folder = worker[RUN_CACHE]
-    elif os.environ.get(CACHE_ENV):
-        folder = os.environ[CACHE_ENV]
+    if worker is not None and RUN_FOLDERS in worker:
+        run, cache = worker[RUN_FOLDERS]
     else:
-        folder = tempfile.mkdtemp(prefix="gemmlab-test-cache-")
-        os.chmod(folder, 0o755)    # the sandboxed kernels, which run as nobody, read it
-        _made_here.append(folder)
-    os.environ[CACHE_ENV] = folder
-    os.environ.setdefault(CACHE_SEED_ENV, folder)
+        run = tempfile.mkdtemp(prefix="gemmlab-test-run-")
+        os.chmod(run, 0o755)       # the sandboxed kernels, which run as nobody, read the cache inside it
+        _made_here.append(run)
+        cache = os.environ.get(CACHE_ENV) or os.path.join(run, "cache")
+    os.makedirs(cache, exist_ok=True)
+    os.environ[RUN_DIR_ENV] = run
+    os.environ[CACHE_ENV] = cache
+    os.environ.setdefault(CACHE_SEED_ENV, cache)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """pytest-xdist: each worker gets the controller's cache folder."""
-    node.workerinput[RUN_CACHE] = os.environ[CACHE_ENV]
+    """pytest-xdist: each worker gets the controller's run folder and cache."""
+    node.workerinput[RUN_FOLDERS] = (os.environ[RUN_DIR_ENV], os.environ[CACHE_ENV])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -126,7 +126,9 @@ def test_a_dsl_kernels_ptx_is_checked_in_the_judge_where_a_redefined_helper_chan
     The GPU parts of the test are left out (the worker is told it has a GPU; without one they are skipped)."""
     from autograder.harness import runner
     from tests.support import grading_fixtures as gf
+    from tests.support.course_gradings import CPP_KERNELS_04, compile_for_the_grader
 
+    compile_for_the_grader("04_mma", CPP_KERNELS_04)      # the judge's C++ builds then read them (the run's cache)
     monkeypatch.setattr(runner, "missing_gpu", lambda gpu: "")
     monkeypatch.setattr(runner, "gpu_arch", lambda gpu: "sm_90")
     name, source, release = gf.course_parts("04_mma")
