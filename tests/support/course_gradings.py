@@ -16,7 +16,6 @@ import copy
 
 import pytest
 
-from tests.support import grading_fixtures as gf
 from tests.support.run_once import once
 
 NOTEBOOK = "00_gpu_and_roofline"
@@ -43,6 +42,8 @@ def with_exiting_cell(nb: dict) -> dict:
 def hopper_parts() -> tuple[str, dict, dict, dict]:
     """``(file name, instructor source, release, hand-in)`` of the Hopper-worker grading."""
     import mark_gpu_cells
+
+    from tests.support import grading_fixtures as gf
 
     name, source, release = gf.course_parts(NOTEBOOK)
     source, release = with_exiting_cell(source), with_exiting_cell(release)
