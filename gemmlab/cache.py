@@ -7,11 +7,15 @@ there. A read-only layer is never written, so no one who reads it can change wha
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import secrets
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 #: The folder of the cache this process reads and writes (default ``~/.cache/gemmlab``).
 CACHE_ENV = "GEMMLAB_CACHE"
@@ -78,6 +82,30 @@ def store(kind: str, key: str, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def claim(kind: str, key: str, wait_s: float) -> Iterator[None]:
+    """Hold the right to fill one entry, across processes: a second process that claims it waits (at most
+    ``wait_s``) until the first has stored it, then reads it instead of making it again (two notebooks, or
+    two test workers, compiling the same kernel at once). Past the wait, or where the cache cannot hold a
+    lock file (read-only), it goes on without the claim: a claim only saves work, it never blocks it."""
+    try:
+        handle = open(_path(kind, key).with_name(f".claim-{key}"), "w")
+    except OSError:
+        yield
+        return
+    with handle:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.1)
+        yield            # the lock, if taken, goes with the file
 
 
 def load_json(kind: str, key: str) -> dict | None:

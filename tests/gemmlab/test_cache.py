@@ -1,14 +1,19 @@
 """gemmlab.cache: the cache a process writes, and the read-only layer under it (a seed filled elsewhere)."""
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from gemmlab import cache
 from gemmlab.compiler import compile_to
+from tests.support import ROOT
 
 SCALE = 'extern "C" __global__ void scale_seeded(float* x, float a) { x[threadIdx.x] *= a; }\n'
 
@@ -72,3 +77,69 @@ def test_a_kernel_compiled_into_the_seed_is_a_cache_hit_elsewhere(tmp_path: Path
     warm = compile_to(SCALE, "scale_seeded", arch="sm_90a")
     assert warm.cached and warm.cubin == cold.cubin and warm.ptx == cold.ptx
     assert not [p for p in private_cache.rglob("*") if p.is_file()], "the hit was written again"
+
+
+# ------------------------------------------------------------------ one compile of an entry at a time, across processes
+HOLDER = """
+import sys
+from gemmlab import cache
+with cache.claim("kind", "ab12" * 10, wait_s=5):
+    print("held", flush=True)
+    if sys.stdin.readline().strip() == "store":
+        cache.store("kind", "ab12" * 10, b"made by the first")
+"""
+
+
+def _holder(private_cache: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    child = subprocess.Popen([sys.executable, "-c", HOLDER], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    assert child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_a_second_claim_waits_for_the_first_to_store_the_entry(private_cache: Path) -> None:
+    child = _holder(private_cache)
+    got: list = []
+
+    def second() -> None:
+        with cache.claim("kind", "ab12" * 10, wait_s=120):
+            got.append(cache.load("kind", "ab12" * 10))
+
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive(), "the second claim did not wait for the first"
+    child.communicate("store\n", timeout=60)
+    waiter.join(60)
+    assert got == [b"made by the first"]
+
+
+def test_a_claim_held_too_long_is_given_up_not_waited_for_forever(private_cache: Path) -> None:
+    child = _holder(private_cache)
+    try:
+        done = threading.Event()
+
+        def second() -> None:
+            with cache.claim("kind", "ab12" * 10, wait_s=0.3):
+                done.set()
+
+        threading.Thread(target=second).start()
+        assert done.wait(60), "the claim waited past its limit"
+    finally:
+        child.communicate("leave\n", timeout=60)
+
+
+COMPILER = f"""
+import json
+from gemmlab.compiler import compile_to
+print(json.dumps(compile_to({SCALE!r} + "// claimed", "scale_seeded", arch="sm_90a").cached))
+"""
+
+
+def test_processes_compiling_one_kernel_at_once_compile_it_once(private_cache: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    runs = [subprocess.Popen([sys.executable, "-c", COMPILER], env=env, stdout=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    cached = sorted(json.loads(run.communicate(timeout=300)[0].strip().splitlines()[-1]) for run in runs)
+    assert cached == [False, True], "both processes compiled the kernel"
