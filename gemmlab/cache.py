@@ -1,18 +1,39 @@
-"""Content-addressed on-disk cache: same inputs, same key, no recompilation."""
+"""Content-addressed on-disk cache: same inputs, same key, no recompilation.
+
+Two layers: the cache this process writes (``$GEMMLAB_CACHE``), and an optional folder of the same
+layout that it only reads (``$GEMMLAB_CACHE_READONLY``), filled by someone else: a test run's compiles,
+seeded into the grader's sandboxes so that a kernel compiled once in the run is not compiled again
+there. A read-only layer is never written, so no one who reads it can change what another reads.
+"""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
-import tempfile
+import secrets
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
+
+#: The folder of the cache this process reads and writes (default ``~/.cache/gemmlab``).
+CACHE_ENV = "GEMMLAB_CACHE"
+#: A second cache folder, read when the first misses and never written.
+READONLY_ENV = "GEMMLAB_CACHE_READONLY"
 
 
 def cache_root() -> Path:
     """``$GEMMLAB_CACHE`` or ``~/.cache/gemmlab``; created on first use."""
-    root = Path(os.environ.get("GEMMLAB_CACHE") or Path.home() / ".cache" / "gemmlab")
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "gemmlab")
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def readonly_root() -> Path | None:
+    """``$GEMMLAB_CACHE_READONLY`` when it names a folder, else None; never created or written."""
+    folder = os.environ.get(READONLY_ENV)
+    return Path(folder) if folder and Path(folder).is_dir() else None
 
 
 def key_for(*parts: object) -> str:
@@ -21,32 +42,70 @@ def key_for(*parts: object) -> str:
     return hashlib.sha256(blob).hexdigest()[:40]
 
 
+def _relative(kind: str, key: str) -> Path:
+    return Path(kind) / key[:2] / key
+
+
 def _path(kind: str, key: str) -> Path:
-    folder = cache_root() / kind / key[:2]
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / key
+    path = cache_root() / _relative(kind, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def load(kind: str, key: str) -> bytes | None:
-    """The cached bytes, or None when absent."""
-    path = _path(kind, key)
+    """The cached bytes (this process's cache first, then the read-only layer), or None when absent."""
     try:
-        return path.read_bytes()
+        return _path(kind, key).read_bytes()
+    except OSError:
+        pass
+    seed = readonly_root()
+    if seed is None:
+        return None
+    try:
+        return (seed / _relative(kind, key)).read_bytes()
     except OSError:
         return None
 
 
 def store(kind: str, key: str, data: bytes) -> None:
-    """Write atomically, so a crash or a parallel writer never leaves a torn entry."""
+    """Write atomically, so a crash or a parallel writer never leaves a torn entry.
+
+    The entry gets the permissions of any file its owner creates (the umask decides, as for the
+    notebooks beside it), so a cache folder made readable to share it shares its entries too."""
     path = _path(kind, key)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    tmp = path.parent / f".tmp-{secrets.token_hex(8)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def claim(kind: str, key: str, wait_s: float) -> Iterator[None]:
+    """Hold the right to fill one entry, across processes: a second process that claims it waits (at most
+    ``wait_s``) until the first has stored it, then reads it instead of making it again (two notebooks, or
+    two test workers, compiling the same kernel at once). Past the wait, or where the cache cannot hold a
+    lock file (read-only), it goes on without the claim: a claim only saves work, it never blocks it."""
+    try:
+        handle = open(_path(kind, key).with_name(f".claim-{key}"), "w")
+    except OSError:
+        yield
+        return
+    with handle:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.1)
+        yield            # the lock, if taken, goes with the file
 
 
 def load_json(kind: str, key: str) -> dict | None:

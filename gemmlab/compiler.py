@@ -51,9 +51,14 @@ def compile_to(source: str, name: str, arch: str | None = None, options: Sequenc
             hit = store.load(entry, source)
             if hit is None and ahead.wait_for(entry, limit):  # compiling in the background: its result
                 hit = store.load(entry, source)
-        compiled = hit if hit is not None else worker.run(job, limit)
-    if hit is None and use_cache:
-        store.save(entry, compiled)
+        if hit is not None or not use_cache:
+            compiled = hit if hit is not None else worker.run(job, limit)
+        else:
+            with store.claim(entry, limit):  # another process compiling it: wait for its result
+                hit = store.load(entry, source)
+                compiled = hit if hit is not None else worker.run(job, limit)
+                if hit is None:
+                    store.save(entry, compiled)
     # Look for serialized wgmma once per compile: here, or at the first use of a background compile
     # (whose own look went to a thread no one reads).
     if ahead.take_background(entry) or hit is None:

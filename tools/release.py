@@ -57,22 +57,40 @@ def normalize_notebook(path: Path) -> None:
     nbformat.write(nb, path)
 
 
-def generate(assignment: str, dest: Path) -> Path:
-    """Generate one assignment's release into ``dest/<assignment>`` and return that folder."""
+def _nbgrader_generate(pattern: str, dest: Path) -> None:
+    """``nbgrader generate_assignment PATTERN`` (an assignment, or ``*`` for all) into ``dest``."""
     with tempfile.TemporaryDirectory(prefix="gemmlab-gradebook-") as tmp:
         cmd = [
-            sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
+            sys.executable, "-m", "nbgrader", "generate_assignment", pattern,
             "--force", f"--NbGrader.config_file={CONFIG}",
             f"--CourseDirectory.release_directory={dest}",
             f"--CourseDirectory.db_url=sqlite:///{Path(tmp) / 'gradebook.db'}",
         ]
         proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ReleaseError(f"nbgrader generate_assignment {pattern} failed:\n{proc.stdout}\n{proc.stderr}")
+
+
+def _released(assignment: str, dest: Path) -> Path:
     out = dest / assignment
-    if proc.returncode != 0 or not out.is_dir():
-        raise ReleaseError(f"nbgrader generate_assignment {assignment} failed:\n{proc.stdout}\n{proc.stderr}")
+    if not out.is_dir():
+        raise ReleaseError(f"nbgrader generate_assignment wrote no {out}")
     for nb in out.glob("**/*.ipynb"):
         normalize_notebook(nb)
     return out
+
+
+def generate(assignment: str, dest: Path) -> Path:
+    """Generate one assignment's release into ``dest/<assignment>`` and return that folder."""
+    _nbgrader_generate(assignment, dest)
+    return _released(assignment, dest)
+
+
+def generate_all(dest: Path) -> dict[str, Path]:
+    """Every assignment's release into ``dest`` in one nbgrader run (it starts once, not once an assignment):
+    assignment -> its folder."""
+    _nbgrader_generate("*", dest)
+    return {name: _released(name, dest) for name in assignments()}
 
 
 def differences(a: Path, b: Path) -> list[str]:
@@ -107,12 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     names = args.assignments or assignments()
     stale: list[str] = []
     with tempfile.TemporaryDirectory(prefix="gemmlab-release-") as tmp:
+        try:
+            released = generate_all(Path(tmp)) if not args.assignments else {n: generate(n, Path(tmp)) for n in names}
+        except ReleaseError as err:
+            print(err, file=sys.stderr)
+            return 2
         for name in names:
-            try:
-                fresh = generate(name, Path(tmp))
-            except ReleaseError as err:
-                print(err, file=sys.stderr)
-                return 2
+            fresh = released[name]
             target = COURSE / name
             if args.check:
                 diffs = differences(fresh, target)

@@ -98,47 +98,94 @@ def bind_code(description: str, given: list[str] = (), names: list[str] | None =
     return "\n".join(lines) + "\nNone"
 
 
+class LineCutter:
+    """Whole lines out of a byte stream, each at most ``limit`` bytes long.
+
+    A longer line is dropped whole: what came of it as soon as it passes the limit, its rest up to the
+    newline as it comes. :meth:`feed` gives ``None`` once in its place, so the relay can answer for it;
+    no part of a cut line is ever passed on (its end could otherwise pose as the next reply)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held = bytearray()
+        self._cutting = False
+
+    def feed(self, chunk: bytes) -> list[bytes | None]:
+        """The lines ``chunk`` completes (without their newlines), ``None`` for each line cut."""
+        out: list[bytes | None] = []
+        start = 0
+        while True:
+            newline = chunk.find(b"\n", start)
+            end = len(chunk) if newline < 0 else newline
+            if not self._cutting:
+                self._held += chunk[start:end]
+            if newline < 0:
+                if not self._cutting and len(self._held) > self.limit:
+                    out.append(None)
+                    self._cutting = True
+                    self._held.clear()
+                return out
+            if self._cutting:
+                self._cutting = False
+            else:
+                out.append(bytes(self._held) if len(self._held) <= self.limit else None)
+            self._held.clear()
+            start = newline + 1
+
+    def held(self) -> int:
+        """Bytes of an unfinished line held: never more than ``limit``."""
+        return len(self._held)
+
+
 class AnswerRelay:
     """Relays whole lines between the judge's socket and the student kernel's: calls one way, replies the other.
 
     Each kernel gets its end of a fresh socket pair at every start (:meth:`pair`), so either kernel can
-    be restarted alone. A line longer than ``MAX_LINE`` (a flood) is dropped and the judge gets an error
-    reply for its last call instead; the grader reads nothing else from either kernel here.
+    be restarted alone. A line longer than ``MAX_LINE`` (a flood) is dropped whole (:class:`LineCutter`)
+    and the judge gets an error reply for its last call instead; the grader reads nothing else from
+    either kernel here.
     """
 
     MAX_LINE = MAX_REPLY_CHARS
 
     def __init__(self) -> None:
         self._ends: dict[str, socket.socket | None] = {"judge": None, "student": None}
+        self._retired: list[socket.socket] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gemmlab-answer-relay", daemon=True)
         self._thread.start()
 
     def pair(self, side: str) -> socket.socket:
-        """A new socket pair for ``side``'s next kernel: the relay keeps one end, the kernel inherits the other."""
+        """A new socket pair for ``side``'s next kernel: the relay keeps one end, the kernel inherits the other.
+
+        The relay's old end is closed by the relay's own thread, never under a ``select`` that still waits on it."""
         mine, theirs = socket.socketpair()
         mine.setblocking(False)
         with self._lock:
             old = self._ends[side]
             self._ends[side] = mine
-        if old is not None:
-            old.close()
+            if old is not None:
+                self._retired.append(old)
         return theirs
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        for end in self._ends.values():
+        for end in [*self._ends.values(), *self._retired]:
             if end is not None:
                 end.close()
 
     def _run(self) -> None:
-        buffers = {"judge": bytearray(), "student": bytearray()}
+        cutters: dict[socket.socket, LineCutter] = {}
         last_call: object = None
         while not self._stop.is_set():
             with self._lock:
+                retired, self._retired = self._retired, []
                 ends = {side: end for side, end in self._ends.items() if end is not None}
+            for end in retired:
+                cutters.pop(end, None)
+                end.close()
             if not ends:
                 time.sleep(0.01)
                 continue
@@ -152,31 +199,28 @@ class AnswerRelay:
                     chunk = b""
                 if not chunk:
                     with self._lock:
-                        if self._ends[side] is end:
+                        current = self._ends[side] is end
+                        if current:
                             self._ends[side] = None
-                    end.close()
-                    buffers[side] = bytearray()
-                    if side == "student":     # the kernel ended: the call it was answering never will be
+                            self._retired.append(end)
+                    # The kernel the judge talks to ended: the call it was answering never will be. (An end
+                    # already replaced says nothing: the grader restarts a kernel between cells, with no call
+                    # in flight, and a notice now would answer the judge's next call to the new kernel.)
+                    if side == "student" and current:
                         self._send("judge", json.dumps({"id": last_call, "error": "KernelError", "message":
                                                         "your notebook's kernel ended during this call"}).encode(),
                                    last_call)
                     continue
-                buffer = buffers[side]
-                start = len(buffer)
-                buffer += chunk
                 other = "student" if side == "judge" else "judge"
-                while (end_of_line := buffer.find(b"\n", start)) >= 0:
-                    line = bytes(buffer[:end_of_line])
-                    del buffer[:end_of_line + 1]
-                    start = 0
+                for line in cutters.setdefault(end, LineCutter(self.MAX_LINE)).feed(chunk):
+                    if line is None:
+                        if side == "student":
+                            self._send("judge", json.dumps({"id": last_call, "error": "OutputLimit", "message": (
+                                f"the reply was longer than {self.MAX_LINE:,} characters")}).encode(), last_call)
+                        continue
                     if side == "judge":
                         last_call = _call_id(line)
                     self._send(other, line, last_call)
-                if len(buffer) > self.MAX_LINE:
-                    buffer.clear()
-                    if side == "student":
-                        self._send("judge", json.dumps({"id": last_call, "error": "OutputLimit", "message": (
-                            f"the reply was longer than {self.MAX_LINE:,} characters")}).encode(), last_call)
 
     def _send(self, side: str, line: bytes, last_call: object) -> None:
         with self._lock:
@@ -203,5 +247,5 @@ def _call_id(line: bytes) -> object:
     return call.get("id") if isinstance(call, dict) else None
 
 
-__all__ = ["AnswerRelay", "DESCRIBE_S", "JUDGE_BOOTSTRAP", "JUDGE_KERNEL_ENV", "STUDENT_SERVER", "bind_code", "describe",
-           "judge_kernel_env"]
+__all__ = ["AnswerRelay", "DESCRIBE_S", "JUDGE_BOOTSTRAP", "JUDGE_KERNEL_ENV", "LineCutter", "STUDENT_SERVER",
+           "bind_code", "describe", "judge_kernel_env"]

@@ -25,6 +25,12 @@ namespace (the kernel then has that user's rights on the read-only system folder
 
 Its environment: only :data:`PASSED_THROUGH` from the grader's environment, plus the settings
 of :func:`sandbox_env`; nothing else of the instructor's environment reaches it.
+
+Its compile cache starts empty at every kernel start (in scratch), unless the grader is told, by
+:data:`CACHE_SEED_ENV`, to bind a folder of compiled kernels read-only as a second layer
+(``gemmlab.cache.READONLY_ENV``). Off by default, and only for trusted hand-ins (the test suite, which
+plants its own): every kernel could list and load every kernel in that folder, so a cache that ever
+compiled the solutions, or another student's hand-in, would give them away (docs/THREAT_MODEL.md).
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gemmlab.cache import READONLY_ENV as CACHE_READONLY_ENV
 from gemmlab.timing_lock import ENV_PATH as TIMING_LOCK_ENV, TURN_SUFFIX, lock_file_for
 
 #: gemmlab, the only part of the repository the kernel may read.
@@ -64,6 +71,26 @@ class SandboxUnavailable(RuntimeError):
     """bubblewrap is missing or cannot create namespaces here; the message says how to fix it."""
 
 
+#: The grader's setting (a folder) that seeds every kernel's compile cache read-only. Unset by default:
+#: see :func:`cache_seed`.
+CACHE_SEED_ENV = "GEMMLAB_GRADER_CACHE_SEED"
+
+
+def cache_seed() -> str | None:
+    """The folder :data:`CACHE_SEED_ENV` names in the grader's environment (None when unset or not a folder).
+
+    Only for hand-ins the grader trusts: a seed is readable by every kernel it is bound into, so it must
+    hold nothing a student may not see (never a cache that compiled solutions or other students' work)."""
+    folder = os.environ.get(CACHE_SEED_ENV, "")
+    if not folder or not os.path.isdir(folder):
+        return None
+    seed, repo = os.path.realpath(folder), str(GEMMLAB_DIR.parent)
+    if repo == seed or repo.startswith(seed.rstrip("/") + "/"):
+        raise SandboxUnavailable(f"{CACHE_SEED_ENV}={folder} holds the repository (solutions, tests, the gradebook): "
+                                 "name a folder that holds only a compile cache, or unset it")
+    return seed
+
+
 @dataclass
 class SandboxSpec:
     """Where one kernel runs. ``gpu`` is the index placed in CUDA_VISIBLE_DEVICES (None: no GPU).
@@ -80,6 +107,8 @@ class SandboxSpec:
     scratch_bytes: int = SCRATCH_BYTES
     tmp_bytes: int = TMP_BYTES
     shm_bytes: int = SHM_BYTES
+    #: A folder of compiled kernels bound read-only as the second layer of the kernel's compile cache.
+    cache_seed: str | None = field(default_factory=cache_seed)
 
 
 def python_dirs() -> list[str]:
@@ -156,7 +185,7 @@ def bwrap_prefix(spec: SandboxSpec) -> list[str]:
     for path, size in private_mounts(spec).items():
         if path != str(spec.scratch):
             cmd += ["--perms", "01777", "--size", str(size), "--tmpfs", path]
-    bound = python_dirs() + [str(GEMMLAB_DIR)] + list(spec.extra_ro)
+    bound = python_dirs() + [str(GEMMLAB_DIR)] + list(spec.extra_ro) + ([spec.cache_seed] if spec.cache_seed else [])
     lock = timing_lock(spec)
     locks = [lock, lock + TURN_SUFFIX] if lock else []
     cmd += _searchable_parents(bound + locks + [str(spec.run_dir), str(spec.scratch)])
@@ -242,6 +271,8 @@ def sandbox_env(spec: SandboxSpec) -> dict[str, str]:
     lock = timing_lock(spec)
     if lock:
         env[TIMING_LOCK_ENV] = lock
+    if spec.cache_seed:
+        env[CACHE_READONLY_ENV] = spec.cache_seed
     env.update(spec.env)
     return env
 
@@ -261,7 +292,7 @@ def check_bwrap() -> str:
 
     with tempfile.TemporaryDirectory(prefix="gemmlab-bwrap-") as tmp:
         os.chmod(tmp, 0o777)
-        spec = SandboxSpec(Path(tmp) / "scratch", Path(tmp))
+        spec = SandboxSpec(Path(tmp) / "scratch", Path(tmp), cache_seed=None)
         try:
             proc = subprocess.run(bwrap_prefix(spec) + [sys.executable, "-c", "print('ok')"],
                                   capture_output=True, text=True, timeout=60)

@@ -41,6 +41,11 @@ def load(entry: str, source: str) -> Compiled | None:
         return None
 
 
+def claim(entry: str, wait_s: float):
+    """The right to compile ``entry`` (``cache.claim``): another process compiling it is waited for."""
+    return cache.claim(CACHE_KIND, entry, wait_s)
+
+
 def save(entry: str, compiled: Compiled) -> None:
     """Store a result; a read-only or full disk only costs the next compile its speed."""
     try:

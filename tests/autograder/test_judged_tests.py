@@ -140,7 +140,9 @@ def _graded_with_cheats(monkeypatch, assignment: str, wrong: tuple[str, str, str
     a GPU; without one they are skipped). Returns the verdicts by grade_id."""
     from autograder.harness import runner
     from tests.support import grading_fixtures as gf
+    from tests.support.course_gradings import CPP_KERNELS_04, compile_for_the_grader
 
+    compile_for_the_grader("04_mma", CPP_KERNELS_04)      # the judge's C++ builds then read them (the run's cache)
     monkeypatch.setattr(runner, "missing_gpu", lambda gpu: "")
     monkeypatch.setattr(runner, "gpu_arch", lambda gpu: "sm_90")
     name, source, release = gf.course_parts(assignment)

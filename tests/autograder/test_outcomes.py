@@ -21,6 +21,7 @@ import pytest
 from tests.support import ROOT
 
 pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
+from tests.support import course_gradings as cg  # noqa: E402
 from tests.support import grading_fixtures as gf  # noqa: E402
 from autograder.harness import sandbox as sb  # noqa: E402
 from autograder.harness.assemble import needs_gpu  # noqa: E402
@@ -152,78 +153,60 @@ def test_ray_gives_gpu_notebooks_a_gpu_and_others_none() -> None:
 
 
 # --------------------------------------------------------------------------- grading without a GPU
-@needs_bwrap
-def test_gpu_tests_never_pay_without_a_gpu_whatever_the_cell_does() -> None:
-    """The solution of a notebook whose test is marked: on a worker given GPU '0' where there is no
-    usable GPU (a login node), the marked test is 'not graded: needs a GPU' and scores nothing."""
-    from autograder.harness.runner import grade_submission
-    from autograder.records import GradeJob, NotebookParts
-
-    name, source, release = _marked_source()
-    job = GradeJob("ann", A, "t", {name: NotebookParts(source, release, gf.solved(source, release))}).on("0", "w")
-    r = grade_submission(job)
-    by_id = {c.grade_id: c for c in r.cells}
-    assert by_id[GPU_TEST].status == "needs_gpu" and by_id[GPU_TEST].score == 0, by_id[GPU_TEST]
-    assert "needs a GPU" in by_id[GPU_TEST].message
-    assert all(c.status == "passed" for g, c in by_id.items() if g != GPU_TEST), r.cells
-    assert r.score == r.max_score - by_id[GPU_TEST].points
-    assert not r.complete and GPU_TEST in r.not_graded[0] and name in r.not_graded[0]
+def test_gpu_tests_never_pay_without_a_gpu_whatever_the_cell_does(graded_class: dict) -> None:
+    """The solution of a notebook whose test is marked, graded where the worker has no GPU (the class run below):
+    the marked test is 'not graded: needs a GPU' and scores nothing, every other test passes."""
+    r = graded_class["results"]["perfect"]
+    name = graded_class["name"]
+    by_id = {c["grade_id"]: c for c in r["cells"]}
+    assert by_id[GPU_TEST]["status"] == "needs_gpu" and by_id[GPU_TEST]["score"] == 0, by_id[GPU_TEST]
+    assert "needs a GPU" in by_id[GPU_TEST]["message"]
+    assert all(c["status"] == "passed" for g, c in by_id.items() if g != GPU_TEST), r["cells"]
+    assert r["score"] == r["max_score"] - by_id[GPU_TEST]["points"]
+    assert len(r["not_graded"]) == 1 and GPU_TEST in r["not_graded"][0] and name in r["not_graded"][0]
 
 
-def test_a_test_for_another_gpu_family_is_not_graded_there(monkeypatch) -> None:
-    """A test marked as needing a Hopper (``needs_arch = "sm_90"``) on a worker whose GPU is an sm_80: not graded,
-    whatever its code does (07's Hopper tests); on an sm_90 worker it is graded as usual."""
-    from autograder.harness import runner
-    from autograder.records import GradeJob, NotebookParts
+@pytest.mark.parametrize("given, why", [(None, "this worker was given no GPU"), ("", "this worker was given no GPU"),
+                                        ("99", "GPU 99 is not usable here")])
+def test_a_worker_without_a_usable_gpu_says_why(given, why: str, monkeypatch) -> None:
+    """A worker given no GPU, or a GPU index where none is usable (a login node; no machine has a 100th GPU)."""
+    from autograder.harness.device import missing_gpu
+    from gemmlab.gpu import HIDE_ENV
 
-    name, source, release = gf.course_parts(A)
-    source = mark_gpu_cells.marked(source, (GPU_TEST,), A, {GPU_TEST: "sm_90"})
-    monkeypatch.setattr(runner, "missing_gpu", lambda gpu: "")        # the worker has a GPU (the code needs none)
-    for arch, want in (("sm_80", "needs_gpu"), ("sm_90", "passed")):
-        monkeypatch.setattr(runner, "gpu_arch", lambda gpu, arch=arch: arch)
-        job = GradeJob("ann", A, "t", {name: NotebookParts(source, release, gf.solved(source, release))})
-        by_id = {c.grade_id: c for c in runner.grade_submission(job).cells}
-        assert by_id[GPU_TEST].status == want, (arch, by_id[GPU_TEST])
-        if want == "needs_gpu":
-            assert by_id[GPU_TEST].score == 0 and "sm_90" in by_id[GPU_TEST].message and "sm_80" in by_id[GPU_TEST].message
-
-
-def _with_exiting_cell(nb: dict) -> dict:
-    """``nb`` with an instructor cell after its first code cell that ends the kernel it runs in."""
-    import copy
-
-    nb = copy.deepcopy(nb)
-    first = next(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code")
-    nb["cells"].insert(first + 1, {
-        "cell_type": "code", "execution_count": None, "id": "shows-only", "outputs": [],
-        "source": "import os as _os\n_os._exit(3)\n",
-        "metadata": {"nbgrader": {"grade": False, "grade_id": "shows_only", "locked": True, "schema_version": 3,
-                                  "solution": False, "task": False}}})
-    return nb
+    monkeypatch.delenv(HIDE_ENV, raising=False)
+    assert missing_gpu(given).startswith(why), missing_gpu(given)
 
 
 @needs_bwrap
-def test_a_display_only_cell_runs_in_neither_kernel_when_graded() -> None:
-    """An instructor cell marked ``display_only`` is not run when graded. Here it would end the kernel: unmarked,
-    the grader restarts a kernel for it; marked, nothing happens, the grade is whole and the graded notebook says
-    the cell was not run."""
-    from autograder.harness.runner import NOT_RUN_WHEN_GRADED, grade_submission
-    from autograder.records import GradeJob, NotebookParts
+def test_a_test_for_another_gpu_family_is_not_graded_there(graded_00_on_hopper) -> None:
+    """On a worker whose GPU is an sm_90, a test marked as needing an sm_80 (``needs_arch``) is not graded, whatever
+    its code does (07's Hopper-only tests elsewhere), and one marked as needing an sm_90 is graded as usual."""
+    by_id = {c.grade_id: c for c in graded_00_on_hopper.cells}
+    other = by_id[cg.OTHER_FAMILY_TEST]
+    assert other.status == "needs_gpu" and other.score == 0, other
+    assert "needs an sm_80 GPU" in other.message and "sm_90" in other.message, other.message
+    assert by_id[cg.HOPPER_TEST].status == "passed" and by_id[cg.HOPPER_TEST].score == by_id[cg.HOPPER_TEST].points
 
-    name, source, release = gf.course_parts(A)
-    source, release = _with_exiting_cell(source), _with_exiting_cell(release)
-    for marked in (False, True):
-        src = mark_gpu_cells.marked(source, (), A, display_only=("shows_only",) if marked else ())
-        job = GradeJob("ann", A, "t", {name: NotebookParts(src, release, gf.solved(src, release))})
-        r = grade_submission(job)
-        ended = [e for e in r.events if "restarted" in e or "exit" in e.lower() or "died" in e]
-        if not marked:
-            assert ended, r.events
-            continue
-        assert not ended and r.score == r.max_score, (r.events, r.cells)
-        (cell,) = [c for c in r.executed[name]["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-                   == "shows_only"]
-        assert "".join(o.get("text", "") for o in cell["outputs"]) == NOT_RUN_WHEN_GRADED
+
+def test_the_cell_planted_as_display_only_would_end_its_kernel() -> None:
+    """What makes the next test mean something: run, the planted cell ends the process it runs in."""
+    done = subprocess.run([sys.executable, "-c", cg.ENDS_ITS_KERNEL], capture_output=True, timeout=60)
+    assert done.returncode == 3
+
+
+@needs_bwrap
+def test_a_display_only_cell_runs_in_neither_kernel_when_graded(graded_00_on_hopper) -> None:
+    """An instructor cell marked ``display_only`` is not run when graded. Here it would end the kernel (the test
+    above); marked, nothing happens: no kernel ended or restarted, and the graded notebook says the cell was not run."""
+    from autograder.harness.runner import NOT_RUN_WHEN_GRADED
+
+    r = graded_00_on_hopper
+    ended = [e for e in r.events if "restarted" in e or "exit" in e.lower() or "died" in e]
+    assert not ended and not r.events, r.events
+    (name,) = r.executed
+    (cell,) = [c for c in r.executed[name]["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+               == cg.DISPLAY_ONLY_CELL]
+    assert "".join(o.get("text", "") for o in cell["outputs"]) == NOT_RUN_WHEN_GRADED
 
 
 def test_marking_display_only_needs_an_ungraded_instructor_cell() -> None:
@@ -294,8 +277,14 @@ HOSTILE_00 = {
 }
 
 
-@needs_bwrap
-def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory) -> dict:
+    """The instructor's CLI grading notebook 00 (its test_naive marked as needing a GPU) for a class on a worker
+    without a GPU: a perfect hand-in, every malformed one of grading_fixtures.MALFORMED and the hostile ones
+    of HOSTILE_00."""
+    if sb.check_bwrap() and os.environ.get("GEMMLAB_CI") != "1":
+        pytest.skip(f"no usable bubblewrap: {sb.check_bwrap()}")
+    tmp_path = tmp_path_factory.mktemp("class")
     name, source, release = _marked_source()
     root = tmp_path / "course"
     for folder, nb in (("solutions", source), ("course", release)):
@@ -310,12 +299,21 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(tmp_path: Pa
         (handins / student / A / name).write_text(text)
     proc = _cli("--course", str(root), "grade", A, "--from", str(handins), "--workers", "2", "--cell-timeout", "40",
                 "--answer-cell-timeout", "20", "--out", str(tmp_path / "grades.csv"))
+    results = {p.parent.name: json.loads(p.read_text()) for p in (root / "autograder" / "results" / A).glob("*/*.json")}
+    return {"proc": proc, "results": results, "root": root, "tmp": tmp_path, "name": name, "source": source,
+            "solved": solved, "files": files}
+
+
+@needs_bwrap
+def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(graded_class: dict) -> None:
+    proc, root, tmp_path = graded_class["proc"], graded_class["root"], graded_class["tmp"]
+    name, source, solved, files = (graded_class[k] for k in ("name", "source", "solved", "files"))
     out = proc.stdout
     assert proc.returncode == 1, "tests were not graded: the exit status must say so\n" + out + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-3000:]
     assert all(line.startswith(f"autograde {A} [") for line in proc.stderr.replace("\r", "\n").splitlines() if line), \
         f"only the progress bar on stderr:\n{proc.stderr[-3000:]}"
-    results = {p.parent.name: json.loads(p.read_text()) for p in (root / "autograder" / "results" / A).glob("*/*.json")}
+    results = graded_class["results"]
     assert set(results) == set(files), "every student has a result"
     for student, why in gf.MALFORMED_REFUSED.items():
         r = results[student]

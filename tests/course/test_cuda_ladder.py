@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tests.support import ROOT
+from tests.support.kernel_resources import assert_no_spills
 import solution_cells  # noqa: E402
 
 ASSIGNMENT = "08_cuda_ladder"
@@ -36,7 +37,7 @@ def cell_by_grade_id(grade_id: str) -> str:
 def test_rung_compiles_for_sm90a(ns, rung):
     kernel = ns[rung].build("sm_90a")
     ptx, res = kernel.ptx, kernel.resources
-    assert not res.spills, f"{rung} spills: {res}"
+    assert_no_spills(res, rung)
     if rung not in ("ladder_naive", "ladder_smem"):   # the WMMA rungs: accumulators stay in registers
         assert res.stack_frame_bytes == 0, f"{rung} keeps {res.stack_frame_bytes} B in local memory: {res}"
     tensor_cores = "wmma.mma.sync" in ptx
@@ -50,7 +51,7 @@ def test_ring_compiles_for_more_stages(ns, stages):
     gemm = ns["dbuf_gemm"](dict(ns["DBUF_CONFIG"], STAGES=stages))
     assert "cp.async.wait_group" in gemm.build("sm_90a").ptx
     ring = ns["any_gemm"](dict(ns["ANY_CONFIG"], STAGES=stages))
-    assert not ring.build("sm_90a").resources.spills
+    assert_no_spills(ring.build("sm_90a").resources, f"the {stages}-stage ring")
 
 
 def test_last_rung_tests_once_per_cta_and_the_ring_loader_has_fixed_trip_counts(ns):

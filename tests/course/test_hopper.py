@@ -16,6 +16,7 @@ import gemmlab
 
 from tests.support import ROOT
 from tests.support.timeline_marks import marks_in, without_marks
+from tests.support.kernel_resources import assert_no_spills
 import solution_cells  # noqa: E402
 
 ASSIGNMENT = "07_hopper"
@@ -58,7 +59,7 @@ def test_one_tile_compiles_for_sm90a(kernels: dict, dtype) -> None:
     assert _count(k, "cp.async.bulk.tensor") == 2
     assert _count(k, "mbarrier.arrive.expect_tx") == 1
     assert _count(k, "wgmma.mma_async") == 4
-    assert k.resources is None or not k.resources.spills
+    assert_no_spills(k.resources, "the one-tile kernel")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -98,7 +99,7 @@ def test_capstone_compiles_for_sm90a_with_every_feature(kernels: dict, dtype) ->
     assert ".multicast::cluster" in ptx, "B must be multicast across the 2x1 cluster"
     assert "cp.async.bulk.tensor.2d.global.shared" in ptx, "the epilogue must be a TMA store"
     assert _count(k, "wgmma.mma_async") == 4
-    assert k.resources is None or not k.resources.spills
+    assert_no_spills(k.resources, "the capstone kernel")
     _assert_wgmmas_pipelined(k)
 
 

@@ -13,6 +13,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import gemmlab  # noqa: E402
 import gemmlab.layout as L  # noqa: E402
 
+from tests.support.kernel_resources import assert_no_spills  # noqa: E402
 from tests.support.mma04_solutions import cpp_sources, cta_example, dsl_module, tile_example  # noqa: E402
 
 MMA16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
@@ -35,7 +36,7 @@ def test_cpp_solution_compiles_to_mma_sync(name: str) -> None:
         n_ldsm = _count(k.ptx, r"ldmatrix\.sync\.aligned\.x4\.m8n8\.shared\.b16")
         assert n_mma >= 8 and n_mma % 8 == 0 and n_ldsm * 2 == n_mma, (n_mma, n_ldsm)
         assert k.resources.static_smem_bytes == 2 * 64 * 16 * 2
-    assert not k.resources.spills, k.resources
+    assert_no_spills(k.resources, name)
 
 
 def test_dsl_solutions_compile_to_mma_sync(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tests.support import ROOT
+from tests.support.kernel_resources import read_resources
 import solution_cells  # noqa: E402
 
 ASSIGNMENT = "06_pipelining"
@@ -153,7 +154,7 @@ def test_dsl_solution_compiles_for_sm90a(dsl_ns: dict, shape, dtype, vector_copi
     # At 255 registers ptxas keeps one loop-invariant in local memory on the 16-byte path (20 B, reloaded
     # once per k-tile: an L1 hit); the narrow-copy fallbacks for unaligned rows spill a few hundred bytes.
     # Bounded, so that a change which makes the main loop spill for real fails here.
-    assert res is not None and res.spill_loads_bytes <= (32 if vector_copies else 640), res
+    assert read_resources(res, "gemm06_dsl").spill_loads_bytes <= (32 if vector_copies else 640), res
     ptx = k.ptx
     cfg = dsl_ns["DSL_CONFIG"]
     assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix.sync.aligned" in ptx
@@ -200,7 +201,7 @@ def test_cpp_launcher_picks_instances(cpp_ns: dict) -> None:
 def test_cpp_solution_compiles_for_sm90a(cpp_ns: dict, dtype, vec: int) -> None:
     """The fast path (16-byte cp.async, CPP_CONFIG) and the element-copy fallback (CPP_FALLBACK)."""
     kernel, cfg = cpp_ns["cpp_kernel"](dtype, vec, arch="sm_90a")
-    res = kernel.resources
+    res = read_resources(kernel.resources, f"gemm06 {cfg}")
     assert not res.spills, f"{cfg}: {res}"
     assert res.max_threads_per_block >= 32 * cfg["WARPS_M"] * cfg["WARPS_N"]
     ptx = kernel.ptx

@@ -21,6 +21,7 @@ import gemmlab  # noqa: E402
 
 from tests.support import ROOT  # noqa: E402
 from tests.support.graded_cells import cells_by_grade_id  # noqa: E402
+from tests.support.kernel_resources import assert_no_spills  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
 from solution_cells import cell_source, load_namespace  # noqa: E402
@@ -58,7 +59,7 @@ def _example(device: str):
 def test_cpp_simt_solution_is_256_fmas_per_thread() -> None:
     k = gemmlab.compile(_cpp_source(), "simt_tile", arch="sm_90a")
     assert _ops(k.ptx) == {"fma": 256, "mma": 0}
-    assert not k.resources.spills, k.resources
+    assert_no_spills(k.resources, "simt_tile")
 
 
 def test_dsl_simt_solution_is_256_fmas_per_thread(tmp_path: Path) -> None:

@@ -141,7 +141,7 @@ def test_user_options_and_include_dirs(tmp_path: Path) -> None:
     assert not again.cached and "96" in again.ptx
 
 
-def test_cache_hit_is_fast_and_returns_a_kernel() -> None:
+def test_cache_hit_is_fast_and_returns_a_kernel(private_cache: Path) -> None:
     source = SCALE + "// cache test\n"
     cold = gemmlab.compile(source, "scale", arch="sm_90a")
     start = time.process_time()       # CPU seconds: a busy machine's waits do not count
@@ -178,7 +178,7 @@ def test_cache_hit_needs_neither_nvrtc_nor_torch(tmp_path: Path) -> None:
     assert runs[1]["seconds"] < 1.0
 
 
-def test_corrupt_cache_entry_recompiles() -> None:
+def test_corrupt_cache_entry_recompiles(private_cache: Path) -> None:
     from gemmlab import cache
 
     source = SCALE + "// corrupt\n"

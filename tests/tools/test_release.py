@@ -20,10 +20,23 @@ ASSIGNMENTS = release.assignments()
 CELL_TIMEOUT_S = 1500
 
 
+@pytest.fixture(scope="module")
+def fresh_releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every assignment released afresh, in one nbgrader run."""
+    return release.generate_all(tmp_path_factory.mktemp("release"))
+
+
+def test_one_assignment_is_released_on_its_own_too(fresh_releases: dict[str, Path], capsys) -> None:
+    """``tools/release.py --check NAME`` releases one assignment (an nbgrader run of its own) as the run for all does."""
+    assert set(fresh_releases) == set(ASSIGNMENTS)
+    assert release.main(["--check", ASSIGNMENTS[0]]) == 0
+    assert capsys.readouterr().out.strip() == f"{ASSIGNMENTS[0]}: up to date"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_release_is_up_to_date(assignment: str, tmp_path: Path) -> None:
-    fresh = release.generate(assignment, tmp_path)
+def test_release_is_up_to_date(assignment: str, fresh_releases: dict[str, Path]) -> None:
+    fresh = fresh_releases[assignment]
     diffs = release.differences(fresh, release.COURSE / assignment)
     assert not diffs, (
         f"course/{assignment} does not match a fresh release of solutions/{assignment}: {diffs}. "
