@@ -77,11 +77,14 @@ else
 fi
 
 # The class's JupyterHub (python -m classroom) routes through configurable-http-proxy, a Node.js program from
-# npm: installed into .venv/chp, where classroom/jupyterhub_config.py looks for it.
-if [ ! -x .venv/chp/node_modules/.bin/configurable-http-proxy ]; then
+# npm: installed into .venv/chp, where classroom/jupyterhub_config.py looks for it. Tried with each install
+# (not on every run, so a machine without npm or a network stays quiet), with npm's retries bounded.
+if [ "$installed" = 1 ] && [ ! -x .venv/chp/node_modules/.bin/configurable-http-proxy ]; then
   if command -v npm >/dev/null 2>&1; then
-    npm install --silent --no-audit --no-fund --prefix .venv/chp configurable-http-proxy@5 >/dev/null \
-      || echo "could not install configurable-http-proxy with npm: the class tests will skip" >&2
+    npm install --silent --no-audit --no-fund --fetch-retries=1 --fetch-timeout=30000 \
+        --prefix .venv/chp configurable-http-proxy@5 >/dev/null 2>&1 \
+      || echo "could not install configurable-http-proxy with npm: the class tests will skip" \
+              "(GEMMLAB_REINSTALL=1 bash scripts/setup.sh tries again)" >&2
   else
     echo "note: no npm here; python -m classroom needs configurable-http-proxy (npm install -g configurable-http-proxy)" >&2
   fi

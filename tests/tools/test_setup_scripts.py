@@ -97,6 +97,11 @@ def _setup_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         f'exec "{sys.executable}" "$@"\n')
     (tools / "apt-get").write_text('#!/usr/bin/env bash\necho "APT $*" >> "$FAKE_LOG"\n')
     (tools / "bwrap").write_text("#!/usr/bin/env bash\nexit 0\n")
+    # npm "installs" configurable-http-proxy where setup.sh looks for it, or fails when FAKE_NPM_FAILS is set
+    (tools / "npm").write_text('#!/usr/bin/env bash\necho "NPM $*" >> "$FAKE_LOG"\n'
+                               '[ -n "${FAKE_NPM_FAILS:-}" ] && exit 1\n'
+                               'bin=.venv/chp/node_modules/.bin; mkdir -p $bin\n'
+                               'touch $bin/configurable-http-proxy; chmod +x $bin/configurable-http-proxy\n')
     for tool in tools.iterdir():
         tool.chmod(0o755)
     (repo / "autograder").mkdir()
@@ -124,13 +129,28 @@ def test_setup_installs_on_a_clean_clone_and_is_quiet_and_pip_free_the_second_ti
     calls = _calls(env)
     assert calls[0] == "VENV" and "PIP install --quiet --upgrade pip" in calls
     assert "PIP install --quiet torch==2.13.0" in calls                      # no GPU: the CPU build
-    assert "PIP install --quiet -e .[test,grade]" in calls
+    assert "PIP install --quiet -e .[test,grade,class]" in calls
     assert "gemmlab is installed in .venv (0.1.0)." in first.stdout
     assert "careful with folders" not in first.stdout + first.stderr       # pip's chatter stays in the log
     assert "careful with folders" in (repo / ".venv" / "setup.log").read_text()
     assert _setup(repo, env, "--check").returncode == 0
     second = _setup(repo, env)
     assert _calls(env) == [] and second.stdout == "" and second.stderr == ""
+
+
+def test_setup_tries_npm_once_per_install_and_says_how_to_try_again(tmp_path: Path) -> None:
+    repo, env = _setup_repo(tmp_path)
+    env["FAKE_NPM_FAILS"] = "1"
+    first = _setup(repo, env)
+    assert any(c.startswith("NPM install") and "--fetch-retries=1" in c for c in _calls(env))
+    assert "could not install configurable-http-proxy" in first.stderr and "GEMMLAB_REINSTALL=1" in first.stderr
+    second = _setup(repo, env)
+    assert _calls(env) == [] and second.stdout == "" and second.stderr == "", "npm is not tried on every run"
+    del env["FAKE_NPM_FAILS"]
+    env["GEMMLAB_REINSTALL"] = "1"
+    third = _setup(repo, env)
+    assert any(c.startswith("NPM install") for c in _calls(env)) and "could not install" not in third.stderr
+    assert (repo / ".venv" / "chp" / "node_modules" / ".bin" / "configurable-http-proxy").exists()
 
 
 def test_setup_runs_pip_again_when_pyproject_changes_or_gemmlab_is_gone(tmp_path: Path) -> None:
@@ -141,14 +161,14 @@ def test_setup_runs_pip_again_when_pyproject_changes_or_gemmlab_is_gone(tmp_path
     assert _setup(repo, env, "--check", check=False).returncode == 1
     _setup(repo, env)
     calls = _calls(env)
-    assert "PIP install --quiet -e .[test,grade]" in calls and not any("torch" in c for c in calls)  # torch stays
+    assert "PIP install --quiet -e .[test,grade,class]" in calls and not any("torch" in c for c in calls)  # torch stays
     assert _setup(repo, env, "--check").returncode == 0
     shutil.rmtree(tmp_path / "site" / "gemmlab-0.1.0.dist-info")           # pip uninstall gemmlab
     _setup(repo, env)
-    assert "PIP install --quiet -e .[test,grade]" in _calls(env)
+    assert "PIP install --quiet -e .[test,grade,class]" in _calls(env)
     env["GEMMLAB_REINSTALL"] = "1"
     _setup(repo, env)
-    assert "PIP install --quiet -e .[test,grade]" in _calls(env)
+    assert "PIP install --quiet -e .[test,grade,class]" in _calls(env)
 
 
 def test_setup_takes_a_cuda_torch_where_a_gpu_is(tmp_path: Path) -> None:
