@@ -26,6 +26,7 @@ import queue
 import shutil
 import signal
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -234,9 +235,17 @@ class SandboxedKernel:
     kernel; the judge runs only the instructor's code).
     """
 
+    #: The longest run folder whose IPC sockets ("<folder>/k-<port>") fit a Unix socket's path (107 bytes).
+    RUN_DIR_MAX = 96
+
     def __init__(self, scratch: Path, run_dir: Path, gpu: str | None, limits: Limits, sandbox: bool = True,
                  extra_env: dict[str, str] | None = None, stops_leftovers: bool = False) -> None:
         self.scratch, self.run_dir, self.gpu, self.limits = Path(scratch), Path(run_dir), gpu, limits
+        # A grading folder deep in the instructor's tree would give sockets no kernel can bind ("File name too
+        # long"): their folder is then a short one of its own, removed with the kernel.
+        self._own_run_dir = len(os.fsencode(self.run_dir)) > self.RUN_DIR_MAX
+        if self._own_run_dir:
+            self.run_dir = Path(tempfile.mkdtemp(prefix="gemmlab-run-"))
         self.sandbox = sandbox
         self.extra_env = dict(extra_env or {})
         self.stops_leftovers = stops_leftovers
@@ -343,6 +352,13 @@ class SandboxedKernel:
 
     def kill(self) -> None:
         """End the kernel and everything it started (bwrap's PID namespace goes with it)."""
+        try:
+            self._end()
+        finally:
+            if self._own_run_dir:       # the next start makes it again
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def _end(self) -> None:
         if self.km is None:
             return
         if self._disconnects is not None:

@@ -147,3 +147,18 @@ def test_a_cell_the_machine_starves_is_the_machines_failure_and_a_loop_is_the_ce
             run.message, run.message
     finally:
         k.kill()
+
+
+def test_a_run_folder_too_deep_for_a_socket_gets_a_short_one_of_its_own(tmp_path: Path) -> None:
+    """An instructor's grading folder deep in their tree: the kernel starts (its sockets in a short folder of
+    its own, removed with it) rather than failing with "File name too long"."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    k = SandboxedKernel(deep / "scratch", deep / "run", None, Limits())
+    own = k.run_dir
+    assert len(str(own)) <= SandboxedKernel.RUN_DIR_MAX and own != deep / "run"
+    try:
+        k.start()
+        assert k.execute("print(6 * 7)", 30).status == "ok"
+    finally:
+        k.kill()
+    assert not own.exists()

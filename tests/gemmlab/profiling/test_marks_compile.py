@@ -108,7 +108,7 @@ def test_a_dsl_kernel_carries_marks_only_in_a_traced_build() -> None:
     assert "globaltimer" not in plain.ptx and BUFFER_SYMBOL not in plain.ptx
     with switch.tracing():
         traced = gemmlab.dsl.compile(traced_gemm, *args, arch="sm_90a")
-    assert not traced.cached                                       # never the plain build's cache entry
+    # never the plain build's cache entry (another test may have built this traced one already): the marks are in it
     # begin's START, LOAD and MMA once each in the k-loop's body (not unrolled), EPILOGUE, DONE
     assert traced.ptx.count("%globaltimer") == 5 and traced.ptx.count(f".global .align 8 .u64 {BUFFER_SYMBOL}") == 1
     assert loop_bodies(traced.ptx) and [body.count("%globaltimer") for body in loop_bodies(traced.ptx)] == [2]
