@@ -11,12 +11,12 @@ output, checks that the correctness test (``test_capstone_correct_slow``) passed
 3. then students who were not autograded or handed nothing in (``--roster`` lists them).
 
 Before any aggregate, each run's time is floored at its speed of light on the record's GPU
-(:mod:`gemmlab.speed_of_light`: the tensor cores' peak at the highest clock; the record's own
+(:mod:`gemmlab.timing.speed_of_light`: the tensor cores' peak at the highest clock; the record's own
 ``peak_tflops`` where it carries one, else the GPU's entry in ``KNOWN_GPUS``): a ratio above
 ``peak / cuBLAS`` cannot be a measurement, so a run faster than the speed of light (beyond the timer's
 slack) fails the entry with that reason, and one just at it counts as at it. Records from GPUs without
 a known bound rank unfloored, and say so. A leaderboard run whose shapes were drawn from a secret
-(:mod:`gemmlab.leaderboard_draw`) records each run's ``nominal`` size; runs are grouped by it (by the
+(:mod:`gemmlab.timing.leaderboard_draw`) records each run's ``nominal`` size; runs are grouped by it (by the
 nearest of SIZES where a record has none).
 
 Each run's ratio shows its interval where the record carries one (``ratio_low``/``ratio_high``,
@@ -47,7 +47,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gemmlab.speed_of_light import faster_than_light, known_rates
+from gemmlab.timing.speed_of_light import faster_than_light, known_rates
 
 ASSIGNMENT = "09_capstone"
 PREFIX = "GEMMLAB-CAPSTONE-RECORD "

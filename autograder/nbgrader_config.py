@@ -47,18 +47,18 @@ def cell_timeout(cell) -> int:
 
 def _headless_autograde_preprocessors() -> list:
     """nbgrader's autograde steps with its executor replaced by one that does not mirror
-    Output widgets back to the kernel (gemmlab/headless.py says why: it can stall a widget
+    Output widgets back to the kernel (gemmlab/notebook/headless.py says why: it can stall a widget
     cell until its timeout)."""
     from nbgrader.converters.autograde import Autograde
     from nbgrader.preprocessors import Execute
 
     try:
-        from gemmlab.headless import NoOutputWidgetMirroring
+        from gemmlab.notebook.headless import NoOutputWidgetMirroring
     except ImportError:  # nbgrader run from a checkout where gemmlab is not installed
         import sys
 
         sys.path.insert(0, str(ROOT))
-        from gemmlab.headless import NoOutputWidgetMirroring
+        from gemmlab.notebook.headless import NoOutputWidgetMirroring
 
     class HeadlessExecute(NoOutputWidgetMirroring, Execute):
         pass

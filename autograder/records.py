@@ -123,7 +123,7 @@ class GradeJob:
 @dataclass(frozen=True)
 class PublishedResult:
     """A gemmlab result (``check_gemm``, ``bench_gemm``, ``performance_bar``) as the graded kernel
-    published it (``gemmlab.report``): its kind and its ``to_dict()``."""
+    published it (``gemmlab.checking.report``): its kind and its ``to_dict()``."""
 
     kind: str
     data: dict

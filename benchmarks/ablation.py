@@ -158,7 +158,7 @@ def load(kernel: str, ablation: Ablation | None) -> tuple[Callable, dict]:
 
 def tensor_core_instructions(kernels: list) -> int:
     """HMMA + HGMMA instructions in the SASS of compiled kernels (gemmlab Kernel or DslKernel)."""
-    from gemmlab import sass
+    from gemmlab.compiling import sass
 
     if sass.disassembler() is None:
         raise SystemExit("ablation.py needs nvdisasm (pip wheel nvidia-cuda-nvdisasm) to read SASS")
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import gemmlab
-    from gemmlab import nbhelpers
+    from gemmlab.notebook import nbhelpers
 
     dtype = getattr(torch, args.dtype)
     gpu = gemmlab.has_gpu() and not args.compile_only

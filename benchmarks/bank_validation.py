@@ -9,7 +9,7 @@ shared-memory instruction per kernel, addresses from a __constant__ table), comp
 with NVRTC for sm_90a, runs every kernel in one child process under ONE ncu invocation,
 parses ncu's CSV, subtracts a baseline kernel that touches no shared memory, writes the
 measurements as JSON and prints model vs measurement (also for a few model variants, so
-a disagreement says which assumption of :class:`gemmlab.banks.Model` to change).
+a disagreement says which assumption of :class:`gemmlab.seeing.banks.Model` to change).
 
 ``--dry-run`` (no GPU needed) prints the patterns and compiles the source only;
 ``--run-only`` also launches every kernel once, without ncu.
@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gemmlab import banks  # noqa: E402
+from gemmlab.seeing import banks  # noqa: E402
 from ncu import find_ncu, parse_csv  # noqa: E402  (benchmarks/ncu.py: Nsight Compute and its CSV)
 
 ARCH = "sm_90a"

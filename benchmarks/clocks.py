@@ -32,10 +32,11 @@ FIELDS = ["clocks.sm", "power.draw", "temperature.gpu", "clocks_throttle_reasons
 
 
 class Sampler:
-    """``nvidia-smi`` in the background (gemmlab.clock_sampler.SmiSampler), one sample of FIELDS every ``period_ms``."""
+    """``nvidia-smi`` in the background (gemmlab.timing.clock_sampler.SmiSampler), one sample of FIELDS every
+    ``period_ms``."""
 
     def __init__(self, period_ms: int = 50) -> None:
-        from gemmlab.clock_sampler import SmiSampler
+        from gemmlab.timing.clock_sampler import SmiSampler
 
         self.smi = SmiSampler("0", FIELDS, period_ms)
         self.smi.start()
@@ -159,9 +160,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from gemmlab.gpu import has_gpu
+    from gemmlab.running.gpu import has_gpu
 
-    if not has_gpu():  # gemmlab.gpu is the one place that asks (GEMMLAB_HIDE_GPU included)
+    if not has_gpu():  # gemmlab.running.gpu is the one place that asks (GEMMLAB_HIDE_GPU included)
         print("clocks.py needs a CUDA GPU")
         return 2
     n = args.shape

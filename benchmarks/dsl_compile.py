@@ -68,7 +68,7 @@ def main() -> int:
     import torch
 
     import gemmlab.dsl as dsl
-    from gemmlab.gpu import current_arch, has_gpu
+    from gemmlab.running.gpu import current_arch, has_gpu
 
     arch = args.arch or (current_arch() if has_gpu() else "sm_90a")
     module_name = KERNELS[args.kernel]

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from gemmlab.bench import BenchResult
+    from gemmlab.timing.bench import BenchResult
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -45,7 +45,7 @@ from autograder.course import Course  # noqa: E402
 from autograder.harness.store import gradebook_scores  # noqa: E402
 from autograder.records import GradeJob, Limits, SubmissionResult  # noqa: E402
 from gemmlab.errors import GemmlabError  # noqa: E402
-from gemmlab.spread import LEVEL  # noqa: E402
+from gemmlab.timing.spread import LEVEL  # noqa: E402
 from usage import UsageSampler, cpu_pace  # noqa: E402
 
 
@@ -161,7 +161,7 @@ def _grade(c: Course, jobs: list[GradeJob],
 
 def _where() -> str:
     """Which machine the workers ran on: one GPU each, or CPU workers where there is no GPU."""
-    from gemmlab.gpu import device_name, has_gpu
+    from gemmlab.running.gpu import device_name, has_gpu
 
     return f"one {device_name()} each" if has_gpu() else "no GPU: CPU workers, GPU cells only compile"
 
@@ -210,7 +210,7 @@ def bench_one(args, limits) -> None:
                 print(f"elementwise capstone, {cell.grade_id}: {cell.message[:300]}")
     print(table(rows, ["hand-in", "assignment", "score", "seconds", "tests not passed", "tests run in the student's process"]))
     _print_slowest_cells(results)
-    from gemmlab.gpu import device_name, has_gpu
+    from gemmlab.running.gpu import device_name, has_gpu
 
     where = f"on one {device_name()}" if has_gpu() else "without a GPU (GPU cells only compile; the target is for an H100)"
     workers = f", {args.workers_per_gpu} notebooks at a time" if args.workers_per_gpu > 1 else ""
@@ -248,7 +248,7 @@ CAPSTONE, SPEED_TEST = "09_capstone", "test_capstone_speed_slow"
 
 def _timings(r: SubmissionResult) -> dict[tuple, "BenchResult"]:
     """The capstone speed test's graded timings (bench_gemm results it published), by (shape, dtype)."""
-    from gemmlab.bench import BenchResult
+    from gemmlab.timing.bench import BenchResult
 
     return {(tuple(b.shape), b.dtype): b for cell in r.cells if cell.grade_id == SPEED_TEST
             for b in (BenchResult.from_dict(p.data) for p in cell.results if p.kind == "bench")}
@@ -324,7 +324,7 @@ def pooled_timings(first: dict[tuple, "BenchResult"], second: dict[tuple, "Bench
     import dataclasses
     import statistics
 
-    from gemmlab.spread import median_interval
+    from gemmlab.timing.spread import median_interval
 
     out = {}
     for key in first.keys() & second.keys():

@@ -114,7 +114,7 @@ def verdict(got, expected, k: int, dtype: str) -> str | None:
 def run_child(name: str, size: int, dtype: str) -> int:
     """Load ``name``, warm it up, profile one call and check it; print the INFO line. Exit status."""
     from gemmlab.errors import NoGPUError
-    from gemmlab.gpu import require_gpu
+    from gemmlab.running.gpu import require_gpu
 
     try:
         require_gpu("benchmarks/kernel_counters.py")

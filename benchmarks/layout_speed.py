@@ -20,7 +20,7 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
-from gemmlab import banks, draw  # noqa: E402
+from gemmlab.seeing import banks, draw  # noqa: E402
 from gemmlab import layout as L  # noqa: E402
 
 

@@ -15,8 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gemmlab.profiling import ncu as _tool  # noqa: E402
 from gemmlab.profiling.errors import ProfilerError  # noqa: E402
-from gemmlab.profiling.ncu import (DSL_PREFIX, FALLBACKS, MISSING_METRIC, NANOSECONDS, PREFIXES,  # noqa: E402,F401
-                                   command, failure, missing_metrics, number, parse_csv, short_name, tail, to_base)
+from gemmlab.profiling.ncu import (
+    DSL_PREFIX, FALLBACKS, MISSING_METRIC, NANOSECONDS, PREFIXES, command, failure, missing_metrics, number, parse_csv,
+    short_name, tail, to_base,
+)
 
 
 def find_ncu() -> str:

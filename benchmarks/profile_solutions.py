@@ -58,7 +58,8 @@ def transpose_from_notebook(index_name: str, arch: str | None = None):
     import numpy as np
 
     import gemmlab
-    from gemmlab import banks, cexpr
+    from gemmlab.seeing import banks
+    from gemmlab.checking import cexpr
     import solution_cells
 
     nb = nbformat.read(solution_cells.notebook_path("03_swizzle_and_banks"), as_version=4)
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         write_placeholders(plan, args.out)
         return 0
     from gemmlab.errors import GemmlabError
-    from gemmlab.gpu import has_gpu
+    from gemmlab.running.gpu import has_gpu
 
     if not has_gpu():
         print("benchmarks/profile_solutions.py records on a GPU (with ncu); there is none here.", file=sys.stderr)

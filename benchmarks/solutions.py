@@ -120,7 +120,7 @@ ATTEMPTS = {"capstone_pingpong": "attempts/capstone_pingpong.py"}
 FIXED_SHAPE = {"hopper_one_tile": (64, 128, 64)}
 SHAPES = [(4096, 4096, 4096), (6144, 6144, 6144), (8192, 8192, 8192)]
 DTYPES = ["float16", "bfloat16"]
-#: bench_gemm's timing methods (gemmlab.bench.METHODS).
+#: bench_gemm's timing methods (gemmlab.timing.bench.METHODS).
 METHODS = ["flushed", "nvidia"]
 #: The public references and the cuBLAS self-check: rows that come from outside the notebooks.
 CUTLASS, FASTCU, CUBLAS = "cutlass_persistent", "fastcu_12", "cublas"
@@ -320,9 +320,9 @@ def expected_ratio(kernel: str, size: int, best: dict) -> float:
 
 
 def row_seconds(method: str, kernel_ms: float, cublas_ms: float) -> float:
-    """Estimated seconds of one bench_gemm row: both sides of ``method`` (gemmlab.bench) at these call times."""
-    from gemmlab.steady_timing import SteadyPlan, steady_iterations
-    from gemmlab.timing import round_reps
+    """Estimated seconds of one bench_gemm row: both sides of ``method`` (gemmlab.timing.bench) at these call times."""
+    from gemmlab.timing.steady_timing import SteadyPlan, steady_iterations
+    from gemmlab.timing.events import round_reps
 
     total = 0.0
     for ms in (kernel_ms, cublas_ms):
@@ -717,7 +717,7 @@ def versus(row: Row, previous: dict | None) -> str:
     where both carry per-round ratios), else the plain difference of the ratios."""
     if previous is None or not row.ratio:
         return ""
-    from gemmlab import spread
+    from gemmlab.timing import spread
 
     old = previous.get("round_ratios") or []
     if len(row.round_ratios) >= 2 and len(old) >= 2:
@@ -773,7 +773,7 @@ def git_commit() -> str:
 def interval(row: Row) -> str:
     if row.ratio_low is None or row.ratio_high is None:
         return ""
-    from gemmlab.spread import interval_text
+    from gemmlab.timing.spread import interval_text
 
     return interval_text(row.ratio_low, row.ratio_high, row.coverage or 0.0)
 
@@ -909,7 +909,7 @@ def main(argv: list[str] | None = None) -> int:
         finished = Progress(args.out, fresh=False).rows() if args.resume else []
         print(build_plan(args, load_best(args.best), frozenset((k, r.key) for k, r in finished)).text())
         return 0
-    from gemmlab.gpu import has_gpu
+    from gemmlab.running.gpu import has_gpu
 
     if not has_gpu():
         print("benchmarks/solutions.py needs a CUDA GPU: it runs and times the kernels. "
@@ -938,7 +938,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.md").write_text(table + "\n")
     chart(reports, args.out / "solutions.png", device)
     print(f"\nsaved {args.out / 'results.json'}, results.md and solutions.png; {time.monotonic() - started:.0f} s in all")
-    from gemmlab.timing import gate_extensions
+    from gemmlab.timing.events import gate_extensions
 
     print(f"timed batches queued again behind a longer GPU sleep (their first gate ran out early): {gate_extensions()}")
     failed = [r.kernel for r in reports if r.status == "failed"]

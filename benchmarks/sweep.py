@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     specs = [parse_spec(s) for s in args.variants]
     assignment_of(args.kernel)
-    from gemmlab.gpu import has_gpu
+    from gemmlab.running.gpu import has_gpu
 
     if not has_gpu():
         print("benchmarks/sweep.py needs a CUDA GPU: it times the variants.")

@@ -221,12 +221,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from gemmlab.gpu import has_gpu
+    from gemmlab.running.gpu import has_gpu
 
-    if not has_gpu():  # gemmlab.gpu is the one place that asks (GEMMLAB_HIDE_GPU included)
+    if not has_gpu():  # gemmlab.running.gpu is the one place that asks (GEMMLAB_HIDE_GPU included)
         print("tensor_ceilings.py needs a CUDA GPU")
         return 2
-    from gemmlab.gpu import current_arch
+    from gemmlab.running.gpu import current_arch
 
     unknown = [k for k in args.kernels if k not in INSTRUCTION]
     if unknown:

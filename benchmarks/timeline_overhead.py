@@ -12,8 +12,8 @@ gemmlab.profiling.switch.tracing; C++ built with and without GEMMLAB_TRACE_ON) a
 own launchers: **plain** (no marks), **marks off** (the traced build, its buffer address 0: the marks' own
 instructions), **recording** (the traced build writing into a buffer, as the judge's trace runs it). Each
 variant is checked once, then the three are timed in interleaved rounds (L2 flushed before each call;
-gemmlab.timing), and each traced variant's speed is given relative to plain with the interval of the
-per-round ratios (gemmlab.spread). Kernels: ``traced_tiled`` (tests/kernels/traced_tiled.cu),
+gemmlab.timing.events), and each traced variant's speed is given relative to plain with the interval of the
+per-round ratios (gemmlab.timing.spread). Kernels: ``traced_tiled`` (tests/kernels/traced_tiled.cu),
 ``traced_gemm`` (tests/dsl_kernels/traced_gemm.py), or a solution kernel of benchmarks/solutions.py
 whose cells mark their warps (07's ``hopper_ws``, 09's ``capstone``).
 """
@@ -84,7 +84,7 @@ def launchers(name: str, shape: tuple[int, int, int]) -> tuple[Any, Any, Any, di
     one's trace buffer attached; and facts about the builds."""
     import torch
 
-    from gemmlab.compiler import compile_to
+    from gemmlab.compiling.compiler import compile_to
     from gemmlab.judge.dsl_replay import ReplayLauncher
     from gemmlab.judge.launcher import TrustedLauncher
     from gemmlab.profiling.switch import tracing
@@ -136,11 +136,11 @@ def measure(name: str, shape: tuple[int, int, int], rounds: int, capacity: int) 
     """The three variants checked, attached, timed in interleaved rounds; their speeds against plain."""
     import torch
 
-    from gemmlab.check import check_gemm
+    from gemmlab.checking.check import check_gemm
     from gemmlab.judge.tracing import TraceBuffer, traced_ctas
     from gemmlab.profiling.timeline import parse_buffer
-    from gemmlab.spread import against_one
-    from gemmlab.timing import interleaved_rounds, l2_flush_buffer, prepare_timer
+    from gemmlab.timing.spread import against_one
+    from gemmlab.timing.events import interleaved_rounds, l2_flush_buffer, prepare_timer
 
     plain, off, on, facts = launchers(name, shape)
     conv = facts["convention"]
@@ -180,7 +180,7 @@ def measure(name: str, shape: tuple[int, int, int], rounds: int, capacity: int) 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from gemmlab.gpu import device_name, has_gpu
+    from gemmlab.running.gpu import device_name, has_gpu
 
     if not has_gpu():
         print("benchmarks/timeline_overhead.py times kernels on a GPU; there is none here.", file=sys.stderr)

@@ -3,7 +3,7 @@
 
     python benchmarks/timing_method.py [--shape 4096]
 
-bench_gemm's timer (gemmlab.timing.time_cuda) queues each batch of timed calls behind a GPU
+bench_gemm's timer (gemmlab.timing.events.time_cuda) queues each batch of timed calls behind a GPU
 sleep, so the CUDA events time GPU work only. This prints, for a CuTe DSL GEMM (about 100 us
 of Python per call), a C++ GEMM through gemmlab.compile and cuBLAS, the median time with
 the calls queued ahead and with the calls enqueued one by one, in the same run. Where the
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", type=int, default=4096, help="M = N = K")
     args = ap.parse_args(argv)
-    from gemmlab.gpu import has_gpu
+    from gemmlab.running.gpu import has_gpu
 
     if not has_gpu():
         print("benchmarks/timing_method.py needs a CUDA GPU.")
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import solution_cells
-    from gemmlab.timing import time_cuda
+    from gemmlab.timing.events import time_cuda
 
     n = args.shape
     A = torch.randn(n, n, device="cuda").half()
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         by_one = statistics.median(time_cuda(fn, queue_ahead=False))
         print(f"{label:<24} {flops / ahead / 1e9:>8.1f} TFLOPS {flops / by_one / 1e9:>8.1f} TFLOPS "
               f"{(by_one / ahead - 1) * 100:>+9.1f} %")
-    from gemmlab.timing import gate_extensions
+    from gemmlab.timing.events import gate_extensions
 
     print(f"\nbatches queued again behind a longer GPU sleep (the first one ran out early): {gate_extensions()}")
     return 0

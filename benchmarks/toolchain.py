@@ -37,11 +37,11 @@ from typing import Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gemmlab import compiler, resources, toolchain  # noqa: E402
-from gemmlab.compilation import worker  # noqa: E402
-from gemmlab.compilation.job import DEFAULT_STD  # noqa: E402
-from gemmlab.compilation.nvrtc import build_options, toolchain_dirs  # noqa: E402
-from gemmlab.gpu import has_gpu  # noqa: E402
+from gemmlab.compiling import compiler, resources, toolchain  # noqa: E402
+from gemmlab.compiling import worker  # noqa: E402
+from gemmlab.compiling.job import DEFAULT_STD  # noqa: E402
+from gemmlab.compiling.nvrtc import build_options, toolchain_dirs  # noqa: E402
+from gemmlab.running.gpu import has_gpu  # noqa: E402
 
 CUTE = (REPO / "tests" / "kernels" / "cute_gemm.cu").read_text()
 WMMA = (REPO / "tests" / "kernels" / "wmma_gemm.cu").read_text()
@@ -167,7 +167,7 @@ def instantiations(trace: Path) -> list[Instantiation]:
 
 
 def baseline_options(arch: str) -> list[str]:
-    """gemmlab's own NVRTC command line for the CuTe GEMM (gemmlab.compilation.nvrtc builds it)."""
+    """gemmlab's own NVRTC command line for the CuTe GEMM (gemmlab.compiling.nvrtc builds it)."""
     return build_options(arch, (), toolchain_dirs(CUTE), DEFAULT_STD)
 
 
@@ -397,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     hit = add("CuTe GEMM, gemmlab.compile warm (cache hit only, median of 5)", warm_row(arch))
     hit["verdict"] = warm_verdict(hit)
     start = time.perf_counter()
-    from gemmlab.kernel import Kernel
+    from gemmlab.running.kernel import Kernel
 
     warm = Kernel(compiler.compile_to(CUTE, "gemm", arch=arch, use_cache=True))
     add("CuTe GEMM, gemmlab.compile warm (cache hit, Kernel built)",

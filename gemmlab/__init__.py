@@ -1,14 +1,18 @@
 """gemmlab: compile, run, check and time GEMM kernels from a notebook, and see their layouts.
 
 Names are imported lazily so that ``import gemmlab`` stays fast and never pulls in
-torch, the CuTe DSL or matplotlib before they are needed.
+torch, the CuTe DSL or matplotlib before they are needed. The modules live in one folder a stage
+(``compiling``, ``running``, ``checking``, ``timing``, ``judge``, ``remote``, ``profiling``, ``seeing``,
+``notebook``; docs/DESIGN.md draws them); the paths they had before, which notebooks use, keep working
+(:mod:`gemmlab.moved`).
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from .errors import (
+from gemmlab import moved
+from gemmlab.errors import (
     CompileError,
     CompileTimeoutError,
     ContextLostError,
@@ -19,32 +23,36 @@ from .errors import (
     NoGPUError,
     ToolchainError,
 )
-from .gpu import current_arch, has_gpu, require_gpu
+from gemmlab.running.gpu import current_arch, has_gpu, require_gpu
+
+moved.install()
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "compile": ("gemmlab.compiler", "compile"),
-    "compile_ahead": ("gemmlab.ahead", "compile_ahead"),
-    "set_compile_limit": ("gemmlab.compilation.worker", "set_compile_limit"),
-    "Kernel": ("gemmlab.kernel", "Kernel"),
-    "check_gemm": ("gemmlab.check", "check_gemm"),
-    "check_copy": ("gemmlab.copy_check", "check_copy"),
-    "bench_copy": ("gemmlab.copy_check", "bench_copy"),
-    "bench_gemm": ("gemmlab.bench", "bench_gemm"),
-    "ceilings": ("gemmlab.ceilings", "ceilings"),
-    "roofline": ("gemmlab.roofline", "roofline"),
-    "doctor": ("gemmlab.doctor", "doctor"),
-    "performance_bar": ("gemmlab.perfbar", "performance_bar"),
-    "run_isolated": ("gemmlab.isolate", "run_isolated"),
-    "export_module": ("gemmlab.isolate", "export_module"),
+    "compile": ("gemmlab.compiling.compiler", "compile"),
+    "compile_ahead": ("gemmlab.compiling.ahead", "compile_ahead"),
+    "set_compile_limit": ("gemmlab.compiling.worker", "set_compile_limit"),
+    "Kernel": ("gemmlab.running.kernel", "Kernel"),
+    "check_gemm": ("gemmlab.checking.check", "check_gemm"),
+    "check_copy": ("gemmlab.checking.copy_check", "check_copy"),
+    "bench_copy": ("gemmlab.checking.copy_check", "bench_copy"),
+    "bench_gemm": ("gemmlab.timing.bench", "bench_gemm"),
+    "ceilings": ("gemmlab.timing.ceilings", "ceilings"),
+    "roofline": ("gemmlab.timing.roofline", "roofline"),
+    "doctor": ("gemmlab.notebook.doctor", "doctor"),
+    "performance_bar": ("gemmlab.timing.perfbar", "performance_bar"),
+    "run_isolated": ("gemmlab.running.isolate", "run_isolated"),
+    "export_module": ("gemmlab.running.isolate", "export_module"),
     "connect": ("gemmlab.remote", "connect"),
     "disconnect": ("gemmlab.remote", "disconnect"),
     "profile": ("gemmlab.profiling.api", "profile"),
     "timeline": ("gemmlab.profiling.api", "timeline"),
 }
-_SUBMODULES = {"layout", "banks", "draw", "widgets", "dsl", "check", "copy_check", "bench", "roofline_math", "perfbar", "isolate",
-               "integrity", "timing", "runtime", "remote", "profiling", "techniques"}
+#: Submodules reached as attributes: the stage packages, and the old paths notebooks use (gemmlab.moved).
+_SUBMODULES = {"compiling", "running", "checking", "timing", "judge", "remote", "profiling", "seeing", "notebook",
+               "layout", "dsl", "techniques", "banks", "draw", "widgets", "check", "copy_check", "bench",
+               "roofline_math", "perfbar", "isolate", "integrity", "runtime"}
 
 __all__ = [
     "CompileError", "CompileTimeoutError", "ContextLostError", "GemmlabError", "KernelError", "KernelTimeoutError",
@@ -66,6 +74,6 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext gemmlab``: the %%kernel magic and short error display."""
-    from .magic import register
+    from gemmlab.notebook.magic import register
 
     register(ipython)

@@ -15,7 +15,7 @@ from .errors import GemmlabError, NoGPUError
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from .doctor import doctor
+    from gemmlab.notebook.doctor import doctor
 
     report = doctor()
     print(report)
@@ -23,7 +23,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from .compiler import compile_to
+    from gemmlab.compiling.compiler import compile_to
 
     path = Path(args.file)
     try:
@@ -79,11 +79,11 @@ def _dtype(name: str | None) -> Any:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .gpu import require_gpu
+    from gemmlab.running.gpu import require_gpu
 
     require_gpu("gemmlab check")
     fn = _load_fn(args.file, args.name)
-    from .check import check_gemm
+    from gemmlab.checking.check import check_gemm
 
     result = check_gemm(fn, convention=args.convention, dtype=_dtype(args.dtype), out_dtype=_dtype(args.out_dtype),
                         shapes=args.shapes)
@@ -100,11 +100,11 @@ def _shape(text: str) -> tuple[int, int, int]:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .gpu import require_gpu
+    from gemmlab.running.gpu import require_gpu
 
     require_gpu("gemmlab bench")
     fn = _load_fn(args.file, args.name)
-    from .bench import bench_gemm
+    from gemmlab.timing.bench import bench_gemm
 
     result = bench_gemm(fn, shape=args.shape, convention=args.convention, dtype=_dtype(args.dtype),
                         out_dtype=_dtype(args.out_dtype), label=args.name)

@@ -1,7 +1,7 @@
 """Errors a student can act on.
 
 Every error gemmlab raises on purpose derives from :class:`GemmlabError`.
-In IPython these are shown as one short message (see ``gemmlab.ipython``),
+In IPython these are shown as one short message (see ``gemmlab.notebook.ipython``),
 never as a traceback into gemmlab or the libraries under it.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ Why slots and one timing per GPU: a check is mostly compile (CPU) and short kern
 takes ``slots_per_gpu`` jobs side by side; but at most one of them may be a timing ("bench", or a
 profile: an Nsight Compute readout or a timeline, which hold the GPU alone the same way),
 and inside the judge ``bench_gemm`` holds the GPU's timing lock alone while it measures
-(gemmlab.timing_lock: checks' kernels wait for it, as in the grader), so a timing never shares
+(gemmlab.timing.timing_lock: checks' kernels wait for it, as in the grader), so a timing never shares
 its GPU with anyone's kernels and its ratio to cuBLAS is measured alone on that GPU.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ Why here and not in the service: the same function runs in the service's own thr
 host, no Ray) and inside a Ray actor on any GPU host of a cluster. It starts ``python -m
 gemmlab.judge`` (gemmlab.judge.client: a fresh process per request, a wall-clock limit,
 bounded reads, an allow-listed environment) with only that GPU visible and that GPU's timing
-lock (gemmlab.timing_lock), so a timing measures alone even beside the grader on the same host.
+lock (gemmlab.timing.timing_lock), so a timing measures alone even beside the grader on the same host.
 With bubblewrap the judge also runs inside autograder.harness.sandbox's sandbox: no network, a
 read-only system, nothing of the repository but gemmlab, size-limited private scratch, as nobody.
 """
@@ -18,7 +18,7 @@ from typing import Sequence
 
 from gemmlab.judge import JudgeReport, JudgeRequest
 from gemmlab.judge.client import judge_command, judge_environment, run_judge
-from gemmlab.timing_lock import ENV_PATH as TIMING_LOCK_ENV, lock_file_for
+from gemmlab.timing.timing_lock import ENV_PATH as TIMING_LOCK_ENV, lock_file_for
 
 BACKENDS = ("gpu", "fake")
 

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 import pytest
 
 from autograder.harness.sandbox import CACHE_SEED_ENV
-from gemmlab.cache import CACHE_ENV, READONLY_ENV
+from gemmlab.compiling.cache import CACHE_ENV, READONLY_ENV
 from tests.support.course_gradings import graded_00_on_hopper  # noqa: F401 - a fixture for every test file
 from tests.support.run_once import RUN_DIR_ENV
 
@@ -91,7 +91,7 @@ def _longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from gemmlab.gpu import has_gpu
+    from gemmlab.running.gpu import has_gpu
 
     items[:] = _longest_first(items)
     for item in items:
@@ -125,7 +125,7 @@ def gpu() -> Any:
 @pytest.fixture
 def no_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """gemmlab sees no GPU during the test, whatever the machine has."""
-    from gemmlab import gpu as gpu_module
+    from gemmlab.running import gpu as gpu_module
 
     monkeypatch.setenv(gpu_module.HIDE_ENV, "1")
     gpu_module.refresh()

@@ -87,10 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     course = args.keep or Path(tempfile.mkdtemp(prefix="gemmlab-autograde-"))
     course.mkdir(parents=True, exist_ok=True)
     try:
-        from gemmlab.gpu import has_gpu
+        from gemmlab.running.gpu import has_gpu
     except ImportError:
         sys.path.insert(0, str(ROOT))
-        from gemmlab.gpu import has_gpu
+        from gemmlab.running.gpu import has_gpu
     print(f"autograding in {course} ({'GPU' if has_gpu() else 'no GPU: GPU cells only compile'})")
     def one(name: str) -> bool:
         start = time.perf_counter()

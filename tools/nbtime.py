@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from gemmlab.headless import notebook_client  # noqa: E402
+from gemmlab.notebook.headless import notebook_client  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

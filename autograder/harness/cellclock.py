@@ -3,7 +3,7 @@
 Why: graded beside other work (CI at load 10-35 on two cores, a grading host running many notebooks),
 honest cells waited for a CPU and ran into wall-clock limits: the honest hand-in of the class test
 scored 3/6 instead of 6/6. So a cell's limit counts the time its kernels' processes were not kept
-waiting for a CPU (:class:`gemmlab.proctime.WorkClock`: sleeping or waiting on a GPU counts, waiting in
+waiting for a CPU (:class:`gemmlab.running.proctime.WorkClock`: sleeping or waiting on a GPU counts, waiting in
 the scheduler's run queue does not) and stops them when they use more than :data:`CPU_PER_LIMIT_S`
 CPU-seconds per second of the limit (many threads that keep each other waiting). An endless loop is
 stopped and scored as before; it only takes longer on the clock when the machine is busy.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from gemmlab import proctime
+from gemmlab.running import proctime
 
 #: The wall-clock backstop is this many times a limit, and at least BACKSTOP_MIN_EXTRA_S more than it.
 BACKSTOP_FACTOR = 5.0

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from gemmlab.gpu import HIDE_ENV
+from gemmlab.running.gpu import HIDE_ENV
 
 #: Counts the CUDA devices the driver shows; prints the count or a reason.
 _PROBE = r"""

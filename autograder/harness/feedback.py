@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gemmlab.figures import figure_img_tag, figure_png, png_img_tag
+from gemmlab.seeing.figures import figure_img_tag, figure_png, png_img_tag
 
 from ..records import CellResult, PublishedResult, SubmissionResult
 from .assemble import grade_id
@@ -89,8 +89,8 @@ def perf_points(result: SubmissionResult) -> list[PerfPoint]:
     """The kernels timed in the graded cells, from the results gemmlab published there: each
     performance bar, and each bench_gemm run that was not already a bar's timing. Labelled by the
     test's grade_id (the student's labels are not used), at most :data:`MAX_POINTS_PER_TEST` a test."""
-    from gemmlab.bench import BenchResult
-    from gemmlab.perfbar import PerfBarResult
+    from gemmlab.timing.bench import BenchResult
+    from gemmlab.timing.perfbar import PerfBarResult
 
     points = []
     for cell in result.cells:
@@ -186,7 +186,7 @@ def _output_html(out: dict) -> str:
 
 def _check_html(published: PublishedResult) -> str:
     """A published check drawn by the grader: its table (escaped) and its failure heatmap."""
-    from gemmlab.check import CheckResult
+    from gemmlab.checking.check import CheckResult
     from gemmlab.errors import GemmlabError
 
     try:

@@ -2,7 +2,7 @@
 a tamper probe after every graded cell.
 
 The bootstrap turns gemmlab's grading mode on (library GEMMs forbidden inside checked calls,
-bench results verified; see gemmlab/check.py and gemmlab/bench.py) and remembers the objects a
+bench results verified; see gemmlab/checking/check.py and gemmlab/timing/bench.py) and remembers the objects a
 student could replace to make failing tests pass: the check functions and result classes, the
 comparison helpers of torch and numpy, every builtin, IPython's execution and error-display
 machinery, and the hooks through which code can be rewritten or errors swallowed. The probe
@@ -25,9 +25,9 @@ def __gemmlab_grader_bootstrap(module_name):
     os.environ["GEMMLAB_GRADING"] = "1"
     import numpy
     import gemmlab
-    import gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers, gemmlab.report
-    import gemmlab.integrity, gemmlab.timing
-    import gemmlab.errors, gemmlab.ipython
+    import gemmlab.checking.check, gemmlab.checking.integrity, gemmlab.checking.report
+    import gemmlab.notebook.nbhelpers, gemmlab.timing.bench, gemmlab.timing.events, gemmlab.timing.perfbar
+    import gemmlab.errors, gemmlab.notebook.ipython
     try:
         import torch, torch.testing
     except ImportError:
@@ -45,11 +45,12 @@ def __gemmlab_grader_bootstrap(module_name):
             value = static(owner, name)
             if value is not missing:
                 watched.append((f"{label}.{name}", owner, name, value))
-    for mod in (gemmlab.check, gemmlab.bench, gemmlab.perfbar, gemmlab.nbhelpers, gemmlab.report,
-                gemmlab.integrity, gemmlab.timing):
+    for mod in (gemmlab.checking.check, gemmlab.timing.bench, gemmlab.timing.perfbar, gemmlab.notebook.nbhelpers,
+                gemmlab.checking.report, gemmlab.checking.integrity, gemmlab.timing.events):
         watch(mod.__name__, mod, [n for n, v in vars(mod).items() if not n.startswith("__") and callable(v)])
-    watch("gemmlab.ipython", gemmlab.ipython, ["short_error_handler", "format_error", "install"])
-    for cls in (gemmlab.check.CheckResult, gemmlab.check.Row, gemmlab.bench.BenchResult, gemmlab.perfbar.PerfBarResult):
+    watch("gemmlab.notebook.ipython", gemmlab.notebook.ipython, ["short_error_handler", "format_error", "install"])
+    for cls in (gemmlab.checking.check.CheckResult, gemmlab.checking.check.Row, gemmlab.timing.bench.BenchResult,
+                gemmlab.timing.perfbar.PerfBarResult):
         watch(cls.__qualname__, cls, [n for n in vars(cls) if not n.startswith("__") or n in ("__bool__", "__init__", "__eq__")])
     watch("gemmlab", gemmlab, ["check_gemm", "bench_gemm", "performance_bar"])
     watch("numpy", numpy, ["allclose", "isclose", "array_equal", "all", "any"])
@@ -63,7 +64,7 @@ def __gemmlab_grader_bootstrap(module_name):
                                       "_showtraceback", "showsyntaxerror", "transform_cell", "should_run_async"])
     watch("IPython instance", ip, ["run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback",
                                    "_showtraceback", "showsyntaxerror", "transform_cell"])
-    short_errors = gemmlab.ipython.short_error_handler   # gemmlab's own handler still reports an error output
+    short_errors = gemmlab.notebook.ipython.short_error_handler   # gemmlab's own handler still reports an error output
 
     def errors_redirected():
         caught = ip.custom_exceptions

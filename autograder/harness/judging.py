@@ -23,7 +23,7 @@ import threading
 import time
 
 from gemmlab.judge.answers import JUDGE_ENV, MAX_DESCRIPTION_CHARS, MAX_REPLY_CHARS
-from gemmlab.leaderboard_draw import SECRET_ENV as LEADERBOARD_SECRET_ENV
+from gemmlab.timing.leaderboard_draw import SECRET_ENV as LEADERBOARD_SECRET_ENV
 
 from .kernel import SandboxedKernel
 
@@ -33,7 +33,7 @@ JUDGE_KERNEL_ENV = {JUDGE_ENV: "1", "GEMMLAB_GRADING": "1"}
 
 def judge_kernel_env() -> dict[str, str]:
     """:data:`JUDGE_KERNEL_ENV`, plus the leaderboard's secret where the grader has one: the judge draws the
-    leaderboard's shapes and seeds from it (gemmlab.leaderboard_draw); the student's kernel never gets it
+    leaderboard's shapes and seeds from it (gemmlab.timing.leaderboard_draw); the student's kernel never gets it
     (the sandbox passes only autograder.harness.sandbox.PASSED_THROUGH)."""
     env = dict(JUDGE_KERNEL_ENV)
     secret = os.environ.get(LEADERBOARD_SECRET_ENV)

@@ -37,7 +37,7 @@ from jupyter_client import KernelManager
 
 from ..records import Limits
 from gemmlab.judge.answers import ANSWER_FD_ENV, MAX_DESCRIPTION_CHARS
-from gemmlab.proctime import tree
+from gemmlab.running.proctime import tree
 
 from .cellclock import CellClock, MachineBusy
 from .channels import Disconnects, UnreadableMessage, client_class, client_context

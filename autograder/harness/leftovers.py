@@ -9,7 +9,7 @@ it was first seen: that cell's start plus its limit. Past it, the process is kil
 past its limit has every process it started killed with it at once. The processes the kernel started
 with are left alone, and the sandbox's PID namespace ends everything else when the kernel ends.
 gemmlab's compile workers are processes like any other: a worker ended this way is replaced at the
-next compile (:mod:`gemmlab.compilation.worker`).
+next compile (:mod:`gemmlab.compiling.worker`).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import os
 import signal
 import time
 
-from gemmlab.proctime import process_stat, tree
+from gemmlab.running.proctime import process_stat, tree
 
 #: A process's identity: its pid and when it started (a reused pid is another process).
 Ident = tuple[int, int]

@@ -2,7 +2,7 @@
 
 Three jobs:
 
-- take out the gemmlab results the kernel published as data (``gemmlab.report``), which become
+- take out the gemmlab results the kernel published as data (``gemmlab.checking.report``), which become
   typed records instead of outputs (:func:`take_published`);
 - turn what the student's process sent into a closed, plain form (:func:`for_feedback`): text,
   error name and message, and pictures that decode as PNG or JPEG and are re-encoded here. No
@@ -29,7 +29,7 @@ from typing import Any
 
 import nbformat
 
-from gemmlab.report import KINDS, RESULT_MIME
+from gemmlab.checking.report import KINDS, RESULT_MIME
 
 from ..records import NotebookJSON, PublishedResult
 from .assemble import grade_id, is_graded

@@ -58,8 +58,8 @@ RECORD_LAUNCHES = "__import__('gemmlab.judge.answers', fromlist=['record_launche
 #: a kernel that cannot start is classified in a minute, not after a test cell's limit.
 BOOTSTRAP_S = 60.0
 #: Asked of a kernel after a cell failed: can it still use the GPU? ('usable', 'lost' or 'busy'; see
-#: gemmlab.runtime.faults.context_state). The kernel's own account, never the error's text.
-GPU_STATE = "__import__('gemmlab.runtime.faults', fromlist=['context_state']).context_state()"
+#: gemmlab.running.faults.context_state). The kernel's own account, never the error's text.
+GPU_STATE = "__import__('gemmlab.running.faults', fromlist=['context_state']).context_state()"
 #: Exception classes gemmlab raises when a kernel's GPU context is lost or a GPU kernel still runs.
 FAULT_CLASSES = ("ContextLostError", "KernelTimeoutError")
 #: Longest error message and verdict kept in a record (the start says what went wrong).

@@ -4,7 +4,7 @@ What the kernel sees: the system read-only (``/usr``, ``/etc``, ``/lib*``, the P
 installation, the virtual environment, the ``gemmlab`` package); its own PID, network, IPC and
 UTS namespaces (no network at all); the GPU device nodes and, for a GPU job, that GPU's lock
 files (read-only; through them the kernels sharing a GPU keep timings apart from other GPU work:
-gemmlab.timing_lock). It does not see the repository (``solutions/``, ``autograder/`` with the
+gemmlab.timing.timing_lock). It does not see the repository (``solutions/``, ``autograder/`` with the
 gradebook and other submissions, ``tests/``, ``.git``), anyone's home directory, or other
 processes. ``--die-with-parent`` and the PID namespace mean that killing the ``bwrap`` process
 ends every process the submission started.
@@ -28,7 +28,7 @@ of :func:`sandbox_env`; nothing else of the instructor's environment reaches it.
 
 Its compile cache starts empty at every kernel start (in scratch), unless the grader is told, by
 :data:`CACHE_SEED_ENV`, to bind a folder of compiled kernels read-only as a second layer
-(``gemmlab.cache.READONLY_ENV``). Off by default, and only for trusted hand-ins (the test suite, which
+(``gemmlab.compiling.cache.READONLY_ENV``). Off by default, and only for trusted hand-ins (the test suite, which
 plants its own): every kernel could list and load every kernel in that folder, so a cache that ever
 compiled the solutions, or another student's hand-in, would give them away (docs/THREAT_MODEL.md).
 """
@@ -44,8 +44,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gemmlab.cache import READONLY_ENV as CACHE_READONLY_ENV
-from gemmlab.timing_lock import ENV_PATH as TIMING_LOCK_ENV, TURN_SUFFIX, lock_file_for
+from gemmlab.compiling.cache import READONLY_ENV as CACHE_READONLY_ENV
+from gemmlab.timing.timing_lock import ENV_PATH as TIMING_LOCK_ENV, TURN_SUFFIX, lock_file_for
 
 #: gemmlab, the only part of the repository the kernel may read.
 GEMMLAB_DIR = Path(__file__).resolve().parents[2] / "gemmlab"
@@ -279,7 +279,7 @@ def sandbox_env(spec: SandboxSpec) -> dict[str, str]:
 
 def timing_lock(spec: SandboxSpec) -> str | None:
     """The lock file (and its ``.turn`` twin) that keeps timings on this job's GPU apart from other
-    graded GPU work (gemmlab.timing_lock); None for a CPU job."""
+    graded GPU work (gemmlab.timing.timing_lock); None for a CPU job."""
     return lock_file_for(spec.gpu) if spec.gpu not in (None, "") else None
 
 

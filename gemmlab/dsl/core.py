@@ -18,18 +18,18 @@ import types
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from .. import cache as _cache
-from ..compilation.cubin import resources_with_spills
+from gemmlab.compiling import cache as _cache
+from gemmlab.compiling.cubin import resources_with_spills
 from ..errors import CompileError, GemmlabError, KernelError, LaunchError
-from ..gpu import current_arch, require_gpu
+from gemmlab.running.gpu import current_arch, require_gpu
 from ..judge.answers import DslAnswer, StudentProcessOnly
 from ..profiling.switch import compile_key as timeline_key
-from ..resources import Resources
-from ..runtime import faults
-from ..runtime.device import torch_device
-from ..runtime.printf import forward_device_printf, uses_printf
-from ..runtime.streams import default_stream_joined, synchronize
-from ..timing_lock import compiling
+from gemmlab.compiling.resources import Resources
+from gemmlab.running import faults
+from gemmlab.running.device import torch_device
+from gemmlab.running.printf import forward_device_printf, uses_printf
+from gemmlab.running.streams import default_stream_joined, synchronize
+from gemmlab.timing.timing_lock import compiling
 from . import convert
 from .env import load
 from .errors import headline, needs_line_info, to_compile_error
@@ -230,7 +230,7 @@ def _compile_variant(fn: Callable, arch: str, sig: tuple, values: Sequence[Any],
     kernel_name, res = resources_with_spills(cubin, ptx) or ("", None)
     if res is not None and _DYNAMIC_SMEM in ptx:
         res = replace(res, dynamic_smem_bytes=dynamic_smem_bytes(_read_text(getattr(compiled, "ir_module", None))))
-    from ..sass import warn_if_wgmma_serialized
+    from gemmlab.compiling.sass import warn_if_wgmma_serialized
 
     warn_if_wgmma_serialized(ptx, cubin, getattr(fn, "__name__", "kernel"))
     return Variant(arch, sig, compiled, ptx, cubin, kernel_name, res, seconds)
@@ -441,8 +441,8 @@ class DslKernel:
         return self._need().arch
 
     def sass(self) -> str:
-        """SASS of the cubin (gemmlab.sass: nvdisasm or cuobjdump)."""
-        from ..sass import disassemble
+        """SASS of the cubin (gemmlab.compiling.sass: nvdisasm or cuobjdump)."""
+        from gemmlab.compiling.sass import disassemble
 
         return disassemble(self.cubin, self.name)
 

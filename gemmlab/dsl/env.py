@@ -28,8 +28,8 @@ def dsl_version() -> str | None:
 
 
 def _prepare_environment() -> None:
-    from .. import cache
-    from ..gpu import has_gpu
+    from gemmlab.compiling import cache
+    from gemmlab.running.gpu import has_gpu
 
     os.environ.setdefault("CUTE_DSL_CACHE_DIR", str(cache.cache_root() / "dsl" / "file-cache"))
     if not has_gpu():

@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from ..compilation.cell_lines import cell_of_file
+from gemmlab.compiling.cell_lines import cell_of_file
 from ..errors import CompileError
 from .explain import explain
 

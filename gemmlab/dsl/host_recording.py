@@ -4,7 +4,7 @@ Why: a CuTe DSL kernel is built by the student's Python, so a process that must 
 Python (the grader's judge, the shared GPU pool) cannot build it. But everything it needs to launch
 the kernel is data: the cubin, the kernel's name, the grid, block, cluster and shared memory, and
 the bytes of each kernel parameter. The DSL exports the host code that computes them as an object
-file (``export_to_c``). This module loads that object (:mod:`gemmlab.runtime.elf_object`) against a
+file (``export_to_c``). This module loads that object (:mod:`gemmlab.running.elf_object`) against a
 CUDA runtime of its own, a handful of Python functions with the signatures of the ones the DSL's
 host code calls (``cudaLibraryLoadData``, ``cudaLibraryGetKernel``, ``cudaLaunchKernelEx``,
 ``cuTensorMapEncodeTiled``, attribute queries). They answer queries from a table of the target
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import GemmlabError
-from ..runtime.contract import TENSOR_MAP_BYTES, TENSOR_MAP_MARK, TensorMapRecord
-from ..runtime.elf_object import ElfObjectError, LoadedObject
+from gemmlab.running.contract import TENSOR_MAP_BYTES, TENSOR_MAP_MARK, TensorMapRecord
+from gemmlab.running.elf_object import ElfObjectError, LoadedObject
 
 #: cudaLaunchAttribute: 4-byte id, 4 bytes of padding, a 64-byte value union.
 LAUNCH_ATTRIBUTE_BYTES = 72

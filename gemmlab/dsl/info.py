@@ -9,7 +9,7 @@ import functools
 import time
 from typing import Any
 
-from .. import cache as _cache
+from gemmlab.compiling import cache as _cache
 from ..errors import GemmlabError
 from .env import PIN, dsl_version, load
 

@@ -15,7 +15,7 @@ import re
 from typing import Callable, Iterator, TypeVar
 
 from ..errors import LaunchError
-from ..runtime.printf import captured_fd_output
+from gemmlab.running.printf import captured_fd_output
 
 T = TypeVar("T")
 

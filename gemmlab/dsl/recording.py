@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..runtime.contract import span_bytes
+from gemmlab.running.contract import span_bytes
 from .host_recording import HostRecording, RecordingError
 
 #: Alignment (bytes) a probe's address shares with the operand it stands for.

@@ -17,7 +17,7 @@ The contract:
 - **How** (``backend.GpuBackend``): compile the source with ``gemmlab.compile``'s worker under a
   time limit, in a process of its own under an address-space limit (``compiling``), bind the kernel's parameters by name
   (``binding``: A, B, C/D, M, N, K, lda/ldb/ldc/ldd, alpha, beta), build the launcher itself
-  (``launcher.TrustedLauncher``, on ``gemmlab.runtime``), and run ``check_gemm`` (fresh seeded
+  (``launcher.TrustedLauncher``, on ``gemmlab.running``), and run ``check_gemm`` (fresh seeded
   inputs, NaN-poisoned and guarded output, library GEMMs forbidden) or ``bench_gemm`` (verified,
   against cuBLAS in the same run). A lost context or a kernel that does not finish is reported as
   such and ends the process. ``client.judge(request, timeout_s, backend)`` runs one judge process

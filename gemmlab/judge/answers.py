@@ -190,7 +190,7 @@ def _described(namespace: dict[str, Any], names: list[str]) -> dict[str, Any]:
             out[name] = {"kind": "value", "data": plain.encode(_with_handles(value), name)}
             continue
         if _is_dsl(value):
-            from ..nbhelpers import function_done
+            from gemmlab.notebook.nbhelpers import function_done
 
             kind = str(getattr(value, "_decorator_kind", "") or type(value).__qualname__)
             out[name] = {"kind": "dsl", "type": kind, "done": bool(function_done(value))}
@@ -199,7 +199,7 @@ def _described(namespace: dict[str, Any], names: list[str]) -> dict[str, Any]:
             out[name] = {"kind": "value", "data": plain.encode(value, name)}
         except plain.NotPlainData as exc:
             if callable(value) and not isinstance(value, type):
-                from ..nbhelpers import function_done
+                from gemmlab.notebook.nbhelpers import function_done
 
                 out[name] = {"kind": "function", "done": bool(function_done(value))}
             else:
@@ -234,8 +234,8 @@ def _run_call(namespace: dict[str, Any], call: Any) -> dict[str, Any]:
         return _record_call(fn, args, kwargs, call["record"])
     watch = None
     try:
-        if isinstance(call.get("watch"), list):   # a call watched for a library's code (gemmlab.library_watch)
-            from ..library_watch import watched_call
+        if isinstance(call.get("watch"), list):   # a call watched for a library's code (gemmlab.checking.library_watch)
+            from gemmlab.checking.library_watch import watched_call
 
             seen = watched_call(fn, args, kwargs, libraries=[str(name)[:100] for name in call["watch"]])
             result, watch = seen.result, seen.to_dict()
@@ -483,7 +483,7 @@ def guard_launches(target: Any, guard: Callable[[Any, list[dict[str, Any]]], Non
 def recorded_plan(target: Any, args: tuple, kwargs: dict[str, Any] | None = None, arch: str | None = None) -> Any:
     """In the judge: the plan the student's kernel records for one call of ``target`` on ``args`` (tensors on any
     device: only their shapes, strides, dtypes and alignment cross), without replaying it; no GPU needed."""
-    from ..gpu import current_arch, has_gpu
+    from gemmlab.running.gpu import current_arch, has_gpu
 
     launch_key(target)
     kernel = target._handle if isinstance(target, CompiledAnswer) else None
@@ -510,7 +510,7 @@ _ATTRIBUTES: dict[int, dict[str, int]] = {}
 def _device_attributes() -> dict[str, int]:
     import torch
 
-    from ..runtime.device import raw_attributes
+    from gemmlab.running.device import raw_attributes
 
     index = torch.cuda.current_device()
     if index not in _ATTRIBUTES:
@@ -545,7 +545,7 @@ def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any], kernel: int
     on these tensors."""
     import torch
 
-    from ..gpu import current_arch
+    from gemmlab.running.gpu import current_arch
     from .dsl_replay import PlanError, Replay
 
     request, tensors = _request(name, args, kwargs, kernel)
@@ -648,9 +648,10 @@ class Answer:
         return _with_kernels(_result(self._name, _reply(self._name, channel(request))))
 
     def watched(self, libraries: list[str], *args: Any, **kwargs: Any) -> Any:
-        """``self(*args, **kwargs)`` run in the student's kernel under :func:`gemmlab.library_watch.watched_call`: a
-        :class:`~gemmlab.library_watch.Watched` with the result and which of ``libraries``' functions it entered."""
-        from ..library_watch import MAX_REPORTED, Watched
+        """``self(*args, **kwargs)`` run in the student's kernel under
+        :func:`gemmlab.checking.library_watch.watched_call`: a :class:`~gemmlab.checking.library_watch.Watched`
+        with the result and which of ``libraries``' functions it entered."""
+        from gemmlab.checking.library_watch import MAX_REPORTED, Watched
 
         if _holds_tensor(args) or _holds_tensor(tuple(kwargs.values())):
             raise AnswerError(f"{self._name}(...): a watched call takes plain values, not tensors.")
@@ -794,7 +795,7 @@ class CompiledAnswer:
 
     def sass(self) -> str:
         """The SASS of the module image, disassembled in this process (the judge)."""
-        from ..sass import disassemble
+        from gemmlab.compiling.sass import disassemble
 
         return disassemble(self.image()[0], self._name)
 
@@ -815,7 +816,7 @@ class CompiledAnswer:
 
     @property
     def resources(self) -> Any:
-        from ..resources import Resources
+        from gemmlab.compiling.resources import Resources
 
         value = self._fact("resources")
         if value is None:

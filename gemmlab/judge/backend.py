@@ -19,13 +19,13 @@ import signal
 import time
 from typing import Any, Protocol, Sequence
 
-from ..bench import BenchResult
-from ..check import SUITES, CheckResult, Row
-from ..copy_check import MAP_TILE, CopyResult, CopyRow, CopyTiming, copy_failure_message
+from gemmlab.timing.bench import BenchResult
+from gemmlab.checking.check import SUITES, CheckResult, Row
+from gemmlab.checking.copy_check import MAP_TILE, CopyResult, CopyRow, CopyTiming, copy_failure_message
 from ..errors import CompileTimeoutError, ContextLostError, GemmlabError, KernelTimeoutError
-from ..integrity import BenchIntegrityError
-from ..runtime import faults
-from ..signature import Param
+from gemmlab.checking.integrity import BenchIntegrityError
+from gemmlab.running import faults
+from gemmlab.compiling.signature import Param
 from . import binding
 from .errors import JudgeError
 from .profile_options import PROFILE_ACTIONS
@@ -106,13 +106,13 @@ class GpuBackend:
         self._launcher: Any = None
 
     def device(self) -> str:
-        from ..gpu import device_name, require_gpu
+        from gemmlab.running.gpu import device_name, require_gpu
 
         require_gpu("The kernel judge")
         return device_name()
 
     def prepare(self, request: JudgeRequest) -> Sequence[Param]:
-        from ..compilation.job import check_arch
+        from gemmlab.compiling.job import check_arch
         from .compiling import compile_limited
         from .launcher import TrustedLauncher
 
@@ -151,7 +151,7 @@ class GpuBackend:
         return dtype, getattr(torch, request.out_dtype) if request.out_dtype else dtype
 
     def check(self, request: JudgeRequest) -> CheckResult:
-        from ..check import check_gemm
+        from gemmlab.checking.check import check_gemm
 
         dtype, out_dtype = self._dtypes(request)
         alpha = 1.0 if request.alpha is None else request.alpha
@@ -162,7 +162,7 @@ class GpuBackend:
     def copy(self, request: JudgeRequest) -> CopyResult:
         import torch
 
-        from ..copy_check import check_copy
+        from gemmlab.checking.copy_check import check_copy
         from .copying import CopyLauncher
 
         options = request.copy or {}
@@ -173,14 +173,14 @@ class GpuBackend:
     def copy_bench(self, request: JudgeRequest) -> CopyTiming:
         import torch
 
-        from ..copy_check import bench_copy
+        from gemmlab.checking.copy_check import bench_copy
         from .copying import CopyLauncher
 
         return bench_copy(CopyLauncher(self._launcher, False), request.shape[:2], getattr(torch, request.dtype),
                           transpose=bool((request.copy or {}).get("transpose")), timeout_s=request.limits.kernel_s)
 
     def bench(self, request: JudgeRequest) -> BenchResult:
-        from ..bench import bench_gemm
+        from gemmlab.timing.bench import bench_gemm
 
         dtype, out_dtype = self._dtypes(request)
         alpha = 1.0 if request.alpha is None else request.alpha
@@ -208,7 +208,7 @@ class FakeBackend:
         return self.DEVICE
 
     def prepare(self, request: JudgeRequest) -> Sequence[Param]:
-        from ..compilation.job import find_declaration
+        from gemmlab.compiling.job import find_declaration
 
         if isinstance(request.spec, DslSpec):
             return []                                   # its plans were checked when the spec was made

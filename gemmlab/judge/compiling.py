@@ -5,7 +5,7 @@ take many GB) but not the judge, whose CUDA context reserves far more address sp
 uses. ``gemmlab.compile``'s worker inherits the limits of the process that starts it, so this
 child (started with the limit) compiles through the usual ``compile_to`` with its limit of compiler
 CPU seconds (a busy grading host's waits do not count; the worker's own wall-clock backstop stops a
-starved compile) and answers the :class:`~gemmlab.compilation.record.Compiled` record, or the error,
+starved compile) and answers the :class:`~gemmlab.compiling.record.Compiled` record, or the error,
 as JSON. Its answer and log are read bounded (:data:`MAX_ANSWER_BYTES`, :data:`LOG_TAIL_BYTES`).
 
 Child side: ``python -m gemmlab.judge.compiling`` reads ``{"spec": ..., "arch": ..., "timeout_s":
@@ -20,8 +20,8 @@ import sys
 import tempfile
 from typing import IO, Any
 
-from ..compilation.record import Compiled
-from ..compilation.worker import wall_backstop
+from gemmlab.compiling.record import Compiled
+from gemmlab.compiling.worker import wall_backstop
 from ..errors import CompileError, CompileTimeoutError, GemmlabError, ToolchainError
 from .client import judge_environment
 from .spec import KernelSpec
@@ -92,7 +92,7 @@ def compile_limited(spec: KernelSpec, arch: str, timeout_s: float, memory_bytes:
 
 
 def _serve() -> int:
-    from ..compiler import compile_to
+    from gemmlab.compiling.compiler import compile_to
 
     request = json.loads(sys.stdin.buffer.read())
     spec = KernelSpec.from_dict(request["spec"])

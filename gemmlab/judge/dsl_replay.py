@@ -28,7 +28,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..runtime.contract import TENSOR_MAP_BYTES, TENSOR_MAP_MARK, TensorMapRecord as TensorMap, span_bytes
+from gemmlab.running.contract import TENSOR_MAP_BYTES, TENSOR_MAP_MARK, TensorMapRecord as TensorMap, span_bytes
 from .errors import JudgeError
 
 #: Launch attributes a plan may carry (CUlaunchAttributeID): cooperative (off), cluster dimension,
@@ -249,8 +249,8 @@ class Replay:
     def __init__(self, plan: Any, arguments: int) -> None:
         import torch
 
-        from ..runtime.device import checked, driver
-        from ..runtime.launch import load_function
+        from gemmlab.running.device import checked, driver
+        from gemmlab.running.launch import load_function
 
         self.images, self.buffers, self.steps, self.maps = parse_plan(plan, arguments)
         self.launches = [step for step in self.steps if isinstance(step, Launch)]
@@ -274,7 +274,7 @@ class Replay:
         self._cache: dict[tuple[int, ...], list[Any]] = {}
 
     def functions(self) -> list[Any]:
-        """The kernels this replay loaded (:class:`gemmlab.runtime.launch.LoadedFunction`)."""
+        """The kernels this replay loaded (:class:`gemmlab.running.launch.LoadedFunction`)."""
         return list(self._functions.values())
 
     def _check_params(self, function: Any, launch: Launch) -> None:
@@ -339,9 +339,9 @@ class Replay:
         every launch (a probe that runs only the first CTAs of a kernel: :mod:`gemmlab.techniques.probe`)."""
         import torch
 
-        from ..runtime.device import driver
-        from ..runtime.launch import validate_launch
-        from ..runtime.streams import stream_handle
+        from gemmlab.running.device import driver
+        from gemmlab.running.launch import validate_launch
+        from gemmlab.running.streams import stream_handle
 
         backing = [tensors[b.argument] if b.argument is not None else self._scratch[i] for i, b in enumerate(self.buffers)]
         real = [t.data_ptr() for t in backing]
@@ -391,7 +391,7 @@ class Replay:
                 config.numAttrs = len(attrs)
                 (result,) = d.cuLaunchKernelEx(config, loaded.function, ctypes.addressof(prepared[index][1]), 0)
                 if int(result) != 0:
-                    from ..runtime import faults
+                    from gemmlab.running import faults
 
                     raise faults.error_for(result, f"DSL kernel {step.kernel[:60]}")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compilation.record import Compiled
-from ..runtime.arguments import bind_arguments
-from ..runtime.device import torch_device
-from ..runtime.launch import LoadedFunction, launch, load_function
+from gemmlab.compiling.record import Compiled
+from gemmlab.running.arguments import bind_arguments
+from gemmlab.running.device import torch_device
+from gemmlab.running.launch import LoadedFunction, launch, load_function
 from . import binding
 from .spec import KernelSpec
 

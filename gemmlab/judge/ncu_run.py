@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..check import CheckResult
-from ..copy_check import CopyResult
+from gemmlab.checking.check import CheckResult
+from gemmlab.checking.copy_check import CopyResult
 from ..errors import ContextLostError, GemmlabError, KernelTimeoutError
 from ..profiling import ncu
 from ..profiling.errors import ProfilerError
@@ -70,8 +70,8 @@ def main_launch(launches: list[dict[str, Any]]) -> tuple[dict[str, Any], list[tu
 
 def profile_in_child(request: JudgeRequest, launcher: Any) -> tuple[Any, dict[str, Any] | None]:
     """(the checked call's result, the profile as plain data or None when the kernel was wrong)."""
-    from ..gpu import current_arch
-    from ..timing_lock import exclusive_timing
+    from gemmlab.running.gpu import current_arch
+    from gemmlab.timing.timing_lock import exclusive_timing
 
     tool = ncu.find_ncu()
     version = ncu.ncu_version(tool)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..compilation.record import Compiled
+from gemmlab.compiling.record import Compiled
 from ..errors import GemmlabError
 from .backend import GpuBackend
 from .profiled_calls import run_check
@@ -64,7 +64,7 @@ def run(folder: Path) -> dict[str, Any]:
     """The checked call, the profiled call and the power burst; what ``result.json`` holds."""
     import torch
 
-    from ..gpu import device_name
+    from gemmlab.running.gpu import device_name
     from ..profiling.power import while_running
 
     request = JudgeRequest.from_json((folder / "request.json").read_bytes())

@@ -56,7 +56,7 @@ class TraceBuffer:
             self._store(address, 0)
 
     def _write(self, modules: list[Any], value: int) -> None:
-        from ..runtime.device import driver
+        from gemmlab.running.device import driver
 
         d = driver()
         for module in modules:
@@ -73,7 +73,7 @@ class TraceBuffer:
     def _store(address: Any, value: int) -> None:
         import ctypes
 
-        from ..runtime.device import checked, driver
+        from gemmlab.running.device import checked, driver
 
         word = ctypes.c_uint64(value)
         checked(driver().cuMemcpyHtoD(address, ctypes.addressof(word), 8), "writing the timeline buffer's address")
@@ -122,7 +122,7 @@ def trace_launch(request: JudgeRequest, backend: Any, modules: Any) -> tuple[Any
     if not second.passed:
         return second, None
     records, full, _ = parse_buffer(raw)
-    from ..gpu import device_name
+    from gemmlab.running.gpu import device_name
 
     timeline = Timeline(request.spec.name, "copy" if request.is_copy else "gemm", tuple(request.shape),  # type: ignore[arg-type]
                         request.dtype, device_name(), time.strftime("%Y-%m-%d", time.gmtime()), grid_ctas, warps,

@@ -46,7 +46,7 @@ def _shape(shape: Any) -> tuple[tuple[int, int, int], bool]:
 
 
 def _dtypes(dtype: Any, out_dtype: Any) -> tuple[str, str | None]:
-    from ..runtime.memory import dtype_name
+    from gemmlab.running.memory import dtype_name
 
     import torch
 
@@ -126,7 +126,7 @@ class _Call:
 
 def _judged(request: Any) -> tuple[Any, str, bool]:
     """(the judge's report, where it ran, whether that was the pool): the local GPU first, else the pool."""
-    from ..gpu import has_gpu
+    from gemmlab.running.gpu import has_gpu
     from ..judge.client import judge
     from ..remote import pool_for_work
 
@@ -144,8 +144,8 @@ def _judged(request: Any) -> tuple[Any, str, bool]:
 def _raise_for(report: Any, where: str) -> None:
     """The error of a report that carries no profile: a wrong kernel, a refusal, a fault, a timeout."""
     if report.verdict == "failed" and report.check is not None:
-        from ..check import CheckResult
-        from ..copy_check import CopyResult
+        from gemmlab.checking.check import CheckResult
+        from gemmlab.checking.copy_check import CopyResult
 
         try:
             result = (CheckResult if "convention" in report.check else CopyResult).from_dict(report.check)
@@ -170,7 +170,7 @@ def _raise_for(report: Any, where: str) -> None:
 
 def _no_gpu(recorded: str | None, kind: str) -> Any:
     """Without a GPU or a pool: the course's recording when one was named, else what to do."""
-    from ..integrity import grading_mode
+    from gemmlab.checking.integrity import grading_mode
 
     why = "the grader runs no profiles" if grading_mode() else "No GPU here and no class pool connected"
     if recorded is not None:
@@ -207,7 +207,7 @@ def profile(fn: Callable[..., Any], shape: Sequence[int] = (4096, 4096, 4096), *
 
     ``shape``: (M, N, K) for a GEMM function (``convention`` "tn" or "nn", as check_gemm), (M, N) for a copy
     function ``fn(src, dst)`` (``transpose``: dst = srcᵀ). ``predicted``: the bank model's prediction per
-    instruction kind, e.g. ``{"ld": gemmlab.banks.analyze(addresses, "ldmatrix.x4")}``, shown beside the
+    instruction kind, e.g. ``{"ld": gemmlab.seeing.banks.analyze(addresses, "ldmatrix.x4")}``, shown beside the
     measured wavefronts. The full report file is written to ``report_dir`` (default ``gemmlab-profiles/``) and
     named in the readout. ``recorded``: without a GPU or pool, the course's recorded readout of that name.
     """
@@ -257,8 +257,8 @@ def timeline(fn: Callable[..., Any], shape: Sequence[int] = (4096, 4096, 4096), 
 def _can_run() -> bool:
     """Whether a profile runs here or on the pool: never in the course's grader, whose time is for grading
     (a recording is shown there instead)."""
-    from ..gpu import has_gpu
-    from ..integrity import grading_mode
+    from gemmlab.running.gpu import has_gpu
+    from gemmlab.checking.integrity import grading_mode
     from ..remote import pool_for_work
 
     return not grading_mode() and (has_gpu() or pool_for_work() is not None)

@@ -11,7 +11,7 @@ def figure_and_text(fig: Any, alt: str, text: str) -> str:
         return f"<pre>{html.escape(text)}</pre>"
     import matplotlib.pyplot as plt
 
-    from ..figures import figure_img_tag
+    from gemmlab.seeing.figures import figure_img_tag
 
     try:
         img = figure_img_tag(fig, alt)

@@ -56,11 +56,11 @@ class Bar:
 
 @dataclass(frozen=True)
 class Prediction:
-    """What the course's bank model (:mod:`gemmlab.banks`) predicts per instruction of one kind."""
+    """What the course's bank model (:mod:`gemmlab.seeing.banks`) predicts per instruction of one kind."""
 
     wavefronts: float
     conflicts: float
-    label: str = "gemmlab.banks"
+    label: str = "gemmlab.seeing.banks"
 
 
 @dataclass(frozen=True)
@@ -221,10 +221,10 @@ class Readout:
                    _value(counters, CLOCKS["dram_hz"]), tuple(bars), tuple(shared), occupancy, stalls, power,
                    tuple(other_launches), "", source)
 
-    def with_prediction(self, kind: str, model: Any, label: str = "gemmlab.banks") -> "Readout":
+    def with_prediction(self, kind: str, model: Any, label: str = "gemmlab.seeing.banks") -> "Readout":
         """This readout with the bank model's prediction beside the measured ``kind`` ("ld" or "st") row.
 
-        ``model``: a :class:`gemmlab.banks.Access` (one instruction), a :class:`gemmlab.banks.TileReport`
+        ``model``: a :class:`gemmlab.seeing.banks.Access` (one instruction), a :class:`gemmlab.seeing.banks.TileReport`
         (many: their average per instruction) or ``(wavefronts, conflicts)`` per instruction."""
         if kind not in SHARED:
             raise ProfilerError(f"a prediction is for 'ld' or 'st' instructions, not {kind!r}.")

@@ -14,11 +14,11 @@ import os
 import threading
 from typing import Any, Callable, Sequence
 
-from ..bench import BenchResult
-from ..check import CheckResult
-from ..copy_check import CopyResult, CopyTiming
-from ..gpu import has_gpu
-from ..integrity import grading_mode
+from gemmlab.timing.bench import BenchResult
+from gemmlab.checking.check import CheckResult
+from gemmlab.checking.copy_check import CopyResult, CopyTiming
+from gemmlab.running.gpu import has_gpu
+from gemmlab.checking.integrity import grading_mode
 from ..judge.protocol import JudgeRequest
 from .errors import PoolAuthError
 from .copy import remote_copy_bench, remote_copy_check

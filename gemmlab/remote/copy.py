@@ -1,15 +1,15 @@
 """check_copy answered by the pool: record the copy kernel's launch per shape, send it, rebuild the result.
 
-Why the same result object: a notebook tests and pictures a :class:`~gemmlab.copy_check.CopyResult`
+Why the same result object: a notebook tests and pictures a :class:`~gemmlab.checking.copy_check.CopyResult`
 (its rows, its who maps) whether it came from a local GPU or the pool; its ``device`` names the pool's GPU.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..copy_check import CopyResult, CopyRow, CopyTiming
+from gemmlab.checking.copy_check import CopyResult, CopyRow, CopyTiming
 from ..errors import GemmlabError
-from ..runtime.memory import dtype_name
+from gemmlab.running.memory import dtype_name
 from .errors import RecordingError
 from .gemm import Judging, device_text, error_for, judge_limits, judged_rows
 from .recording import DslRecording, Recording, record_copy

@@ -1,7 +1,7 @@
 """check_gemm and bench_gemm answered by the pool: record the launches, send them, rebuild the results.
 
-Why the same result objects: a notebook prints, plots and tests a :class:`~gemmlab.check.CheckResult`
-or :class:`~gemmlab.bench.BenchResult` whether it came from a local GPU or the pool, so the
+Why the same result objects: a notebook prints, plots and tests a :class:`~gemmlab.checking.check.CheckResult`
+or :class:`~gemmlab.timing.bench.BenchResult` whether it came from a local GPU or the pool, so the
 heatmaps, the roofline and the tests work unchanged. Their ``device`` names the pool's GPU.
 """
 from __future__ import annotations
@@ -10,13 +10,13 @@ import dataclasses
 import math
 from typing import Any, Callable, Protocol, Sequence
 
-from ..bench import ROUNDS, BenchResult
-from ..check import CheckResult, Row
+from gemmlab.timing.bench import ROUNDS, BenchResult
+from gemmlab.checking.check import CheckResult, Row
 from ..errors import CompileError, CompileTimeoutError, GemmlabError, KernelTimeoutError, LaunchError, ToolchainError
-from ..integrity import BenchIntegrityError
+from gemmlab.checking.integrity import BenchIntegrityError
 from ..judge.protocol import MAX_COMPILE_S, MAX_KERNEL_S, TIMING_ACTIONS, JudgeLimits, JudgeRequest
-from ..runtime.memory import dtype_name
-from ..runtime.streams import DEFAULT_TIMEOUT_S
+from gemmlab.running.memory import dtype_name
+from gemmlab.running.streams import DEFAULT_TIMEOUT_S
 from .errors import PoolError, PoolKernelError, PoolRequestError, PoolUnavailableError, RecordingError
 from .recording import DslRecording, Recording, record
 from .requests import bench_request, check_requests

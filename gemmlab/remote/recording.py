@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..errors import GemmlabError
-from ..integrity import DATA_MOVEMENT, NO_COPIES, library_guard
+from gemmlab.checking.integrity import DATA_MOVEMENT, NO_COPIES, library_guard
 from ..judge.binding import NULL, check_positional
 from ..judge.errors import JudgeError
 from ..judge.spec import RecordedLaunch
-from ..runtime.launch import LaunchLimits, validate_launch
+from gemmlab.running.launch import LaunchLimits, validate_launch
 from .errors import RecordingError
 
 #: One recording at a time: the kernel class's call is swapped for the recorder while it runs.
@@ -78,7 +78,7 @@ class KernelCall:
 @contextmanager
 def kernel_calls() -> Iterator[list[KernelCall]]:
     """Inside the block, calling any :class:`gemmlab.Kernel` appends a :class:`KernelCall` instead of launching."""
-    from ..kernel import Kernel
+    from gemmlab.running.kernel import Kernel
 
     calls: list[KernelCall] = []
 
@@ -110,8 +110,8 @@ def stand_ins(shape: tuple[int, int, int], convention: str, dtype: Any, out_dtyp
 
 def student_options(options: tuple[str, ...], arch: str) -> tuple[str, ...]:
     """The options the student passed to gemmlab.compile: the full NVRTC line without gemmlab's own leading part."""
-    from ..compilation.job import DEFAULT_STD
-    from ..compilation.nvrtc import build_options
+    from gemmlab.compiling.job import DEFAULT_STD
+    from gemmlab.compiling.nvrtc import build_options
 
     own = set(build_options(arch, (), (), DEFAULT_STD))
     start = 0
@@ -203,7 +203,7 @@ def _record(fn: Callable[..., Any], call_args: tuple[Any, ...], probes: list[Any
     from ..dsl.host_recording import H100_ATTRIBUTES
     from ..dsl.host_recording import RecordingError as DslRecordingError
     from ..dsl.recording import recording
-    from ..kernel import Kernel
+    from gemmlab.running.kernel import Kernel
 
     try:
         with kernel_calls() as calls, library_guard(True, allowed) as computed, \

@@ -50,7 +50,7 @@ class TargetError(GemmlabError, TypeError):
 
 def program(code: MachineCode) -> Program:
     """The disassembled, analysable program of ``code`` (cached by image and kernel)."""
-    from ..sass import disassemble
+    from gemmlab.compiling.sass import disassemble
 
     key = (code.digest, code.kernel)
     found = _PROGRAMS.get(key)
@@ -81,7 +81,7 @@ def machine_code(target: Any, example: Sequence[Any] | None = None) -> list[Mach
         return list(target)
     kind = type(target)
     module = getattr(kind, "__module__", "") or ""
-    if kind.__name__ == "Kernel" and module == "gemmlab.kernel":
+    if kind.__name__ == "Kernel" and module == "gemmlab.running.kernel":
         return [MachineCode(target.cubin, target.lowered_name, target.name, target.arch)]
     if kind.__name__ == "DslKernel" and module == "gemmlab.dsl.core":
         if example is not None:
@@ -124,12 +124,12 @@ def record_plan(fn: Any, example: Sequence[Any], arch: str | None = None) -> dic
     from ..dsl import gemm_fn
     from ..dsl.host_recording import H100_ATTRIBUTES
     from ..dsl.recording import probe, recording
-    from ..gpu import current_arch, has_gpu
+    from gemmlab.running.gpu import current_arch, has_gpu
 
     arch = arch or (current_arch() if has_gpu() else "sm_90a")
     attributes = dict(H100_ATTRIBUTES)
     if has_gpu():
-        from ..runtime.device import raw_attributes
+        from gemmlab.running.device import raw_attributes
 
         attributes = raw_attributes()
     tensors = [t for t in example if isinstance(t, torch.Tensor)]

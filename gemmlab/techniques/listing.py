@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ToolchainError
-from ..signature import split_top_level
+from gemmlab.compiling.signature import split_top_level
 
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _ENTRY = re.compile(r'^\s*\.other\s+([^,\s]+)\s*,\s*@"[^"]*STO_CUDA_ENTRY')

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import GemmlabError, LaunchError
-from ..gpu import require_gpu
+from gemmlab.running.gpu import require_gpu
 from .report import TechniqueError
 
 

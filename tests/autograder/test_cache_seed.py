@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from autograder.harness import sandbox as sb
-from gemmlab import cache
-from gemmlab.compiler import compile_to
+from gemmlab.compiling import cache
+from gemmlab.compiling.compiler import compile_to
 
 needs_bwrap = pytest.mark.skipif(bool(sb.check_bwrap()) and os.environ.get("GEMMLAB_CI") != "1",
                                  reason=f"no usable bubblewrap: {sb.check_bwrap()}")
@@ -59,7 +59,7 @@ def test_a_seed_that_holds_the_repository_is_refused(folder: str, monkeypatch: p
 PROBE = f"""
 import json, os
 from gemmlab import cache
-from gemmlab.compiler import compile_to
+from gemmlab.compiling.compiler import compile_to
 hit = compile_to({KERNEL!r}, "seeded", arch="sm_90a")
 seed = cache.readonly_root()
 try:

@@ -83,7 +83,7 @@ def test_watched_stream_is_never_one_of_torchs_pooled_streams() -> None:
     a student's side stream could be the same stream and hide late work (seen on the H100)."""
     import torch
 
-    from gemmlab.runtime.streams import watched_stream
+    from gemmlab.running.streams import watched_stream
 
     with watched_stream() as ours:
         handle = ours.cuda_stream
@@ -96,7 +96,7 @@ def test_bench_catches_library_cached_and_late_results(naive) -> None:
     import torch
 
     import gemmlab
-    from gemmlab.bench import BenchIntegrityError
+    from gemmlab.timing.bench import BenchIntegrityError
 
     with pytest.raises(BenchIntegrityError, match="instead of computing"):
         gemmlab.bench_gemm(lambda A, B, D: torch.matmul(A, B.T, out=D), shape=(1024, 1024, 1024), rep=5, verify=True)

@@ -174,9 +174,9 @@ def test_check_gemm_rejects_torch_computation_in_grading_mode(monkeypatch) -> No
 def test_feedback_shows_results_heatmap_roofline_and_no_hidden_source() -> None:
     from autograder.harness import feedback
     from autograder.records import SubmissionResult
-    from gemmlab.bench import BenchResult
-    from gemmlab.perfbar import PerfBarResult
-    from gemmlab.report import RESULT_MIME, payload
+    from gemmlab.timing.bench import BenchResult
+    from gemmlab.timing.perfbar import PerfBarResult
+    from gemmlab.checking.report import RESULT_MIME, payload
 
     bench = BenchResult((4096, 4096, 4096), "tn", "float16", "float16", 0.327, 420.1, 0.200, 686.4, 0.612,
                         "NVIDIA H100", 50)
@@ -351,7 +351,7 @@ def test_gpu_fixture_kernels_compile(kind: str) -> None:
     submission loses points for what its kernel does at run time, never for a broken fixture."""
     import ast
 
-    from gemmlab import compiler
+    from gemmlab.compiling import compiler
 
     if kind == "source":
         cell = next(c for c in gf.gpu_source_notebook().cells if "SRC = " in c.source)

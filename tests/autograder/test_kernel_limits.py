@@ -15,7 +15,7 @@ from autograder.harness import sandbox as sb
 from autograder.harness.cellclock import MachineBusy
 from autograder.harness.kernel import NOT_KEPT, SandboxedKernel
 from autograder.records import Limits
-from gemmlab.proctime import tree
+from gemmlab.running.proctime import tree
 from tests.support.busy import burners, one_core, pinned
 
 pytestmark = pytest.mark.skipif(bool(sb.check_bwrap()) and os.environ.get("GEMMLAB_CI") != "1",

@@ -11,7 +11,7 @@ import pytest
 
 from autograder import leaderboard as lb
 from tests.autograder.capstone_records import graded_notebook
-from gemmlab.leaderboard_draw import draw_runs
+from gemmlab.timing.leaderboard_draw import draw_runs
 
 H100 = "NVIDIA H100 80GB HBM3"          # peak 1,070.5 TFLOPS: with cuBLAS at 700, at most 1.529x cuBLAS
 

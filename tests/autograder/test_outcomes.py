@@ -171,7 +171,7 @@ def test_gpu_tests_never_pay_without_a_gpu_whatever_the_cell_does(graded_class: 
 def test_a_worker_without_a_usable_gpu_says_why(given, why: str, monkeypatch) -> None:
     """A worker given no GPU, or a GPU index where none is usable (a login node; no machine has a 100th GPU)."""
     from autograder.harness.device import missing_gpu
-    from gemmlab.gpu import HIDE_ENV
+    from gemmlab.running.gpu import HIDE_ENV
 
     monkeypatch.delenv(HIDE_ENV, raising=False)
     assert missing_gpu(given).startswith(why), missing_gpu(given)

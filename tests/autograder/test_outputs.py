@@ -10,7 +10,7 @@ from autograder.harness.kernel import CellRun
 from autograder.harness.outputs import for_feedback, take_published, withhold
 from autograder.harness.runner import FAULT_CLASSES, GPU_STATE, leaves_gpu_unusable
 from autograder.records import PublishedResult
-from gemmlab.report import RESULT_MIME, payload
+from gemmlab.checking.report import RESULT_MIME, payload
 
 
 class _Bench:
@@ -85,7 +85,7 @@ def test_the_gpu_state_a_kernel_gives_never_creates_a_context() -> None:
     """GPU_STATE asks a kernel's own gemmlab: without CUDA in use it says "usable" without touching the GPU."""
     import sys
 
-    from gemmlab.runtime import faults
+    from gemmlab.running import faults
 
     assert eval(GPU_STATE) == ("usable" if faults.lost_reason() is None else "lost")
     torch = sys.modules.get("torch")

@@ -3,7 +3,7 @@
 
 Why: at load 10-35 on the 2-core CI machine the honest hand-in of the class test scored 3/6 instead of 6/6 and
 sound CuTe compiles were stopped as compiles "without end": their limits counted the clock. Limits now count
-work (autograder/harness/cellclock.py, gemmlab/compilation/worker.py); an endless loop is still stopped and
+work (autograder/harness/cellclock.py, gemmlab/compiling/worker.py); an endless loop is still stopped and
 scored, only later on the clock.
 """
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pytest
 
 pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
 from autograder.harness import sandbox as sb  # noqa: E402
-from gemmlab import proctime  # noqa: E402
-from gemmlab.compilation import worker  # noqa: E402
-from gemmlab.compiler import compile_to  # noqa: E402
+from gemmlab.running import proctime  # noqa: E402
+from gemmlab.compiling import worker  # noqa: E402
+from gemmlab.compiling.compiler import compile_to  # noqa: E402
 from tests.support import grading_fixtures as gf  # noqa: E402
 from tests.support.busy import burners, one_core, pinned  # noqa: E402
 

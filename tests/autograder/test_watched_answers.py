@@ -1,5 +1,5 @@
 """01's "work it out without the library" rule, graded: the test runs in the judge, the student's function in the
-student's kernel under the library watch, and the watch's report crosses back (gemmlab.library_watch).
+student's kernel under the library watch, and the watch's report crosses back (gemmlab.checking.library_watch).
 
 Hand-ins are built from the course's notebook 01: the release with Exercises 1 and 2 answered, the copy
 kernels left as released (nothing to compile). Needs bubblewrap, like test_grading.py.

@@ -9,7 +9,7 @@ import ablation  # noqa: E402
 
 
 def _need_disassembler() -> None:
-    from gemmlab import sass
+    from gemmlab.compiling import sass
 
     if sass.disassembler() is None:
         pytest.skip("nvdisasm is not installed")

@@ -16,7 +16,7 @@ from autograder.harness import sandbox as sb
 from tests.support import grading_fixtures as gf
 
 if TYPE_CHECKING:
-    from gemmlab.bench import BenchResult
+    from gemmlab.timing.bench import BenchResult
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_bwrap = pytest.mark.skipif(bool(sb.check_bwrap()) and os.environ.get("GEMMLAB_CI") != "1",
@@ -51,7 +51,7 @@ def test_scale_benchmark_grades_the_same_on_one_and_two_workers_locally_and_on_r
 
 def _timed(center: float, spread: float, rounds: int = 12) -> "BenchResult":
     """A capstone timing at 4096³ fp16 whose per-round ratios lie evenly in center ± spread."""
-    from gemmlab.bench import BenchResult
+    from gemmlab.timing.bench import BenchResult
 
     ratios = tuple(center - spread + 2 * spread * i / (rounds - 1) for i in range(rounds))
     return BenchResult(shape=(4096, 4096, 4096), convention="nt", dtype="float16", out_dtype="float16", ms=1.0,
@@ -61,7 +61,7 @@ def _timed(center: float, spread: float, rounds: int = 12) -> "BenchResult":
 
 def test_two_solo_runs_pooled_hold_the_drift_between_runs_and_a_real_slowdown_still_shows() -> None:
     import grading
-    from gemmlab.spread import LEVEL
+    from gemmlab.timing.spread import LEVEL
 
     key = ((4096, 4096, 4096), "float16")
     before, after = {key: _timed(1.000, 0.002)}, {key: _timed(1.010, 0.002)}
@@ -84,7 +84,7 @@ def test_solo_runs_without_rounds_are_reported_not_compared() -> None:
     import dataclasses
 
     import grading
-    from gemmlab.spread import LEVEL
+    from gemmlab.timing.spread import LEVEL
 
     key = ((4096, 4096, 4096), "float16")
     bare = dataclasses.replace(_timed(1.0, 0.002), rounds=0, round_ratios=())

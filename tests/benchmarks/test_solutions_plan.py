@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab.bench import result_from_rounds
-from gemmlab.steady_timing import SteadyPlan, steady_iterations
+from gemmlab.timing.bench import result_from_rounds
+from gemmlab.timing.steady_timing import SteadyPlan, steady_iterations
 from tests.support import ROOT
 
 

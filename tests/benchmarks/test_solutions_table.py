@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab.bench import result_from_rounds
+from gemmlab.timing.bench import result_from_rounds
 from tests.support import ROOT
 
 DEVICE = "GPU X"

@@ -11,7 +11,7 @@ import tensor_ceilings as tc  # noqa: E402
 
 def _sass(source: str, name: str) -> str:
     import gemmlab
-    from gemmlab import sass
+    from gemmlab.compiling import sass
 
     if sass.disassembler() is None:
         pytest.skip("nvdisasm is not installed")
@@ -31,7 +31,7 @@ def test_mma_sync_loop_is_only_hmma(dtype) -> None:
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_wgmma_loop_keeps_a_group_in_flight(dtype) -> None:
-    from gemmlab import sass
+    from gemmlab.compiling import sass
 
     code = _sass(tc.wgmma_source(dtype), "wgmma_loop")
     assert f"HGMMA.64x{tc.WGMMA_N}x16.F32" in code

@@ -82,7 +82,7 @@ CHECK = textwrap.dedent(r'''
     def gemm(A, B, D):
         M, K = A.shape; N = B.shape[0]
         k(A, B, D, M, N, K, grid=(math.ceil(N / 16), math.ceil(M / 16)), block=(16, 16))
-    print("token set:", "GEMMLAB_POOL_TOKEN" in os.environ, "gpu:", gemmlab.gpu.has_gpu())
+    print("token set:", "GEMMLAB_POOL_TOKEN" in os.environ, "gpu:", gemmlab.running.gpu.has_gpu())
     r = gemmlab.check_gemm(gemm, shapes=[(64, 64, 32)])
     print("passed:", r.passed)
     print("me:", connection.current().account()["student"])

@@ -71,7 +71,7 @@ def test_the_demonstration_says_it_needs_a_blackwell_gpu(ns: dict, capsys) -> No
 def test_blackwell_gemm_is_correct_on_sm100(dtype) -> None:
     import gemmlab
 
-    if not gemmlab.gpu.current_arch().startswith("sm_10"):
+    if not gemmlab.running.gpu.current_arch().startswith("sm_10"):
         pytest.skip("the Blackwell GEMM runs only on an sm_100 GPU (B200, GB200)")
     ns = hopper07.blackwell_namespace()
     shapes = [(128, 128, 64), (128, 128, 64 * 9), (256, 384, 512), (1000, 1001, 999), (2048, 2048, 1024)]

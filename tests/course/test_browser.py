@@ -435,7 +435,7 @@ def _student(page, lab: dict) -> None:
     dialog = _validate(page)
     _shot(page, "student-08-validate")
     text = dialog.inner_text()
-    from gemmlab.gpu import has_gpu
+    from gemmlab.running.gpu import has_gpu
 
     if has_gpu():
         assert dialog.locator(".validation-success").count() == 1, f"Validate did not succeed:\n{text[:3000]}"

@@ -74,7 +74,7 @@ def test_solution_compiles_for_sm90a_with_its_hopper_features() -> None:
         assert "cp.async.bulk.tensor.2d.global.shared" in ptx, "TMA-store epilogue"
         assert "setmaxnreg.dec" in ptx and "setmaxnreg.inc" in ptx, "producer/consumer register split"
         assert_no_spills(k.resources, f"capstone build {k.name}")
-        from gemmlab.sass import disassembler, wgmma_waits
+        from gemmlab.compiling.sass import disassembler, wgmma_waits
 
         if disassembler() is not None:  # a gemmlab dependency; without it the PTX checks above still run
             assert wgmma_waits(k.sass()) == (4, 1), "ptxas serialized the wgmmas (25% slower in bf16 on an H100)"
@@ -131,7 +131,7 @@ def test_the_timeline_marks_change_nothing_outside_a_timeline() -> None:
     """The capstone's marks (its warps' states for section 5's timeline) compile to nothing in the checked and timed
     builds: each build's SASS is the same as without them. With a timeline recording, each mark is one record."""
     from gemmlab.profiling import switch
-    from gemmlab.sass import disassembler
+    from gemmlab.compiling.sass import disassembler
 
     marked = _stream_k_on()["kernel:capstone"]         # the stream-K builds hold its fix-up's two marks
     assert marks_in(marked) == 8 and "tracer = marks.begin()" in marked
@@ -155,7 +155,7 @@ def _namespace(fake_gemmlab, gpu: bool, monkeypatch: pytest.MonkeyPatch, submiss
     cells check correctness with nbhelpers.require_correct, which calls gemmlab.check_gemm: the fake's
     check_gemm stands in for it there too."""
     import gemmlab
-    from gemmlab import nbhelpers as nbh
+    from gemmlab.notebook import nbhelpers as nbh
 
     monkeypatch.setattr(gemmlab, "check_gemm", fake_gemmlab.check_gemm)
     from gemmlab import techniques
@@ -234,7 +234,7 @@ def test_speed_cell_times_the_shapes_and_inputs_drawn_from_the_graders_secret(mo
     """With GEMMLAB_LEADERBOARD_SECRET (the grader's judge alone has it) the four timed problems are the drawn shapes,
     each timed on inputs from its drawn seed; the record names each run's nominal size, which the leaderboard groups
     by. The same secret draws the same problems (every student of one grading run, and a regrade)."""
-    from gemmlab.leaderboard_draw import SECRET_ENV, draw_runs
+    from gemmlab.timing.leaderboard_draw import SECRET_ENV, draw_runs
 
     monkeypatch.setenv(SECRET_ENV, "the secret of this grading run")
     drawn = draw_runs("the secret of this grading run")

@@ -93,7 +93,7 @@ def test_launcher_refuses_what_a_rung_cannot_serve(ns):
 
 
 def test_placeholder_stops_the_build_with_a_message(ns):
-    from gemmlab.nbhelpers import ExerciseNotDone
+    from gemmlab.notebook.nbhelpers import ExerciseNotDone
 
     stub = ns["PIPE_SRC"].replace("__pipeline_commit();", "# YOUR CODE HERE\nraise NotImplementedError()", 1)
     gemm = ns["ladder_gemm"]("ladder_dbuf", [("COMMON", ns["COMMON"]), ("WMMA_COMMON", ns["WMMA_COMMON"]),
@@ -114,7 +114,7 @@ def test_fault_demo_kernel_compiles_both_ways():
 
 
 def test_row_address_solution_matches_the_bank_model():
-    from gemmlab import banks
+    from gemmlab.seeing import banks
 
     ns: dict = {}
     exec(cell_by_grade_id("row_addresses"), ns)

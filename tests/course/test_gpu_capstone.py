@@ -23,7 +23,7 @@ pytestmark = pytest.mark.gpu
 def ns() -> dict:
     import gemmlab
 
-    if not gemmlab.gpu.current_arch().startswith("sm_90"):
+    if not gemmlab.running.gpu.current_arch().startswith("sm_90"):
         pytest.skip("the capstone solution is a Hopper kernel: it needs an sm_90 GPU (H100/H200)")
     return solution_cells.load_namespace("09_capstone", ["kernel:capstone"])
 
@@ -56,7 +56,7 @@ def test_the_stream_k_option_stays_correct(settings: dict, dtype) -> None:
     every cluster that fits at 6144³ and 8192³. Each is correct there, with its partial tiles summed."""
     import gemmlab
 
-    if not gemmlab.gpu.current_arch().startswith("sm_90"):
+    if not gemmlab.running.gpu.current_arch().startswith("sm_90"):
         pytest.skip("the capstone solution is a Hopper kernel: it needs an sm_90 GPU (H100/H200)")
     ns = solution_cells.load_namespace("09_capstone", ["kernel:capstone"])
     ns.update(settings)
@@ -82,9 +82,9 @@ def test_the_grid_is_the_fewest_clusters_for_the_waves_on_this_gpu(ns: dict) -> 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_solution_is_correct_on_shapes_a_leaderboard_secret_draws(ns: dict, dtype) -> None:
     """The speed test times shapes drawn near 4096³ and 8192³ when the grader holds a leaderboard secret
-    (gemmlab.leaderboard_draw): the solution is right on such shapes (partial tiles in M, N and K)."""
+    (gemmlab.timing.leaderboard_draw): the solution is right on such shapes (partial tiles in M, N and K)."""
     import gemmlab
-    from gemmlab.leaderboard_draw import draw_runs
+    from gemmlab.timing.leaderboard_draw import draw_runs
 
     shapes = sorted({r.shape for secret in ("one class", "another class") for r in draw_runs(secret)})
     result = gemmlab.check_gemm(ns["capstone_gemm"], dtype=dtype, shapes=shapes, timeout_s=600)
@@ -92,7 +92,7 @@ def test_solution_is_correct_on_shapes_a_leaderboard_secret_draws(ns: dict, dtyp
 
 def _graded_namespace(ns: dict) -> dict:
     import gemmlab
-    from gemmlab import nbhelpers as nbh
+    from gemmlab.notebook import nbhelpers as nbh
 
     g: dict = {}
     exec("import json, math, random, re, time\nimport torch", g)

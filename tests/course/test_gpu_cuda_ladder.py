@@ -115,7 +115,7 @@ def test_tutorial_rule_faults_and_the_aligned_rule_does_not():
     exec(cell_by_grade_id("seed_fault_kernel"), demo)
     src, job = demo["TILE_COPY_SRC"], demo["TILE_COPY_JOB"]
     assert gemmlab.run_isolated(job, src, (), (1024, 1024), timeout_s=120) is True
-    with pytest.raises(gemmlab.isolate.IsolatedJobError) as fault:
+    with pytest.raises(gemmlab.running.isolate.IsolatedJobError) as fault:
         gemmlab.run_isolated(job, src, (), (1000, 999), timeout_s=120)
     assert "misaligned" in (fault.value.cuda_error or ""), fault.value
     assert gemmlab.run_isolated(job, src, ("-DCHECK_ALIGNMENT",), (1000, 999), timeout_s=120) is True

@@ -1,6 +1,6 @@
 """Notebook 05 on a GPU: the solution kernels (C++ and DSL, from the solutions notebook by cell
 tag) on odd/unaligned shapes, padded rows and beta = 0; their speed against the target; and
-gemmlab.isolate with a kernel that really faults (misaligned address) or hangs in the child."""
+gemmlab.running.isolate with a kernel that really faults (misaligned address) or hangs in the child."""
 from __future__ import annotations
 
 import random
@@ -96,8 +96,8 @@ def test_isolated_fault_is_named_and_this_process_survives():
     import torch
 
     import gemmlab
-    from gemmlab.runtime import faults
-    from gemmlab.isolate import IsolatedJobError
+    from gemmlab.running import faults
+    from gemmlab.running.isolate import IsolatedJobError
 
     naive, job = _naive()
     x = torch.arange(8.0, device="cuda")          # this process has a live context before...

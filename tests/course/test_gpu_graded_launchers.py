@@ -1,7 +1,7 @@
 """Every solution kernel of the course passes the checks as the grader runs them.
 
 In grading mode a GEMM call may only move and allocate memory around the student's kernel: any
-torch arithmetic fails the check (gemmlab.integrity.DATA_MOVEMENT is an allow-list). These tests
+torch arithmetic fails the check (gemmlab.checking.integrity.DATA_MOVEMENT is an allow-list). These tests
 make sure that the course's own launchers (C++ and CuTe DSL alike) stay inside it, and that a
 verified timing accepts them.
 """
@@ -54,5 +54,5 @@ def test_torch_elementwise_product_fails_the_graded_check() -> None:
 
     result = gemmlab.check_gemm(broadcast, forbid_library=True, shapes=[(64, 48, 32)])
     assert not result.passed and "aten::mul" in str(result) and "aten::sum" in str(result)
-    with pytest.raises(gemmlab.bench.BenchIntegrityError, match="aten::"):  # refused before any timing
+    with pytest.raises(gemmlab.timing.bench.BenchIntegrityError, match="aten::"):  # refused before any timing
         gemmlab.bench_gemm(broadcast, shape=(256, 256, 256), verify=True, rep=3)

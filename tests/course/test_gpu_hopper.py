@@ -31,7 +31,7 @@ SHAPES = [(128, 128, 64), (256, 384, 512), (1000, 1000, 1000), (129, 264, 72), (
 def ns() -> dict:
     import gemmlab
 
-    if not gemmlab.gpu.current_arch().startswith("sm_90"):
+    if not gemmlab.running.gpu.current_arch().startswith("sm_90"):
         pytest.skip("the Hopper kernels need an sm_90 GPU (H100/H200)")
     return solution_cells.load_namespace(ASSIGNMENT, TAGS)
 
@@ -89,7 +89,7 @@ def test_phase_bug_deadlock_is_stopped_and_reported(ns: dict) -> None:
 def test_blackwell_tile_runs_on_blackwell() -> None:
     import gemmlab
 
-    if not gemmlab.gpu.current_arch().startswith("sm_10"):
+    if not gemmlab.running.gpu.current_arch().startswith("sm_10"):
         pytest.skip("the Blackwell tile (tcgen05, TMEM) runs only on an sm_100 GPU; CI compiles it for sm_100a")
     ns = solution_cells.load_namespace(ASSIGNMENT, TAGS)
     for dtype in (torch.float16, torch.bfloat16):

@@ -60,7 +60,7 @@ def kernels(tmp_path_factory):
 def check_warp_blocks():
     """The notebook's own check_warp_blocks, run from its cell."""
     ns: dict = {}
-    exec("import numpy as np\nfrom gemmlab.thread_shares import thread_shares", ns)
+    exec("import numpy as np\nfrom gemmlab.checking.thread_shares import thread_shares", ns)
     exec(cells_by_grade_id(CTA_ASSIGNMENT)["warp_shares"], ns)
     return ns["check_warp_blocks"]
 

@@ -109,7 +109,7 @@ def test_the_timeline_marks_change_nothing_outside_a_timeline(kernels: dict) -> 
     SASS as the kernel without them. Compiled in for a timeline, each mark is one record (begin's START and 9 marks,
     the loops' marks once each: the loops are not unrolled)."""
     from gemmlab.profiling import switch
-    from gemmlab.sass import disassembler
+    from gemmlab.compiling.sass import disassembler
 
     marked = solution_cells.cell_source(ASSIGNMENT, "kernel:hopper_ws")
     assert marks_in(marked) == 9 and "tracer = marks.begin()" in marked
@@ -128,7 +128,7 @@ def test_the_timeline_marks_change_nothing_outside_a_timeline(kernels: dict) -> 
 def _assert_wgmmas_pipelined(k) -> None:
     """ptxas must issue a k-tile's four wgmmas back to back and wait once: serialized (a wait after
     each), the bf16 capstone ran 25% slower on an H100 (ordinary stores into the accumulator did it)."""
-    from gemmlab.sass import disassembler, wgmma_waits
+    from gemmlab.compiling.sass import disassembler, wgmma_waits
 
     if disassembler() is None:
         pytest.skip("no disassembler (pip install nvidia-cuda-nvdisasm, a gemmlab dependency)")

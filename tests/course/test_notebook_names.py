@@ -2,7 +2,7 @@
 
 Why: some cells run only on a GPU (``if GPU:``), so a name that an edit left undefined there
 passes every CPU run of the notebook and fails only on a GPU (it happened: 06's timing cell kept
-calling a helper that had moved into gemmlab.nbhelpers). pyflakes reads the notebook's code cells
+calling a helper that had moved into gemmlab.notebook.nbhelpers). pyflakes reads the notebook's code cells
 in order, as one module, and finds such names without running anything.
 """
 from __future__ import annotations

@@ -112,7 +112,7 @@ def test_bank_report_of_solution_configs_is_conflict_free(bank_ns: dict) -> None
 
 
 def test_bank_report_sees_an_unswizzled_ring(bank_ns: dict) -> None:
-    from gemmlab import banks
+    from gemmlab.seeing import banks
     from gemmlab import layout as L
 
     k = bank_ns["kernel_layouts"](dict(BM=128, BN=256, BK=64, STAGES=4, WARPS_M=2, WARPS_N=4))

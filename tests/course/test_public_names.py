@@ -93,10 +93,11 @@ def private_uses(source: str) -> list[str]:
 
 
 def test_the_check_finds_private_names() -> None:
-    assert private_uses("import gemmlab\ngemmlab.compiler._compile_key(1)") == ["gemmlab.compiler._compile_key"]
+    assert private_uses("import gemmlab\ngemmlab.compiling.compiler._compile_key(1)") == [
+        "gemmlab.compiling.compiler._compile_key"]
     assert private_uses("from gemmlab.layout import _ModuleType") == ["gemmlab.layout._ModuleType"]
     assert private_uses("from gemmlab import layout as L\nL.atoms.gmma_c_layout(16)") == []
-    assert private_uses("from gemmlab import nbhelpers as nbh\nnbh.Fn") == ["gemmlab.nbhelpers.Fn"]
+    assert private_uses("from gemmlab import nbhelpers as nbh\nnbh.Fn") == ["gemmlab.notebook.nbhelpers.Fn"]
     assert private_uses("%%time\nfrom gemmlab import layout as L\nL.make_layout((2, 2))") == []
     assert private_uses("import gemmlab.layout as gl\ngl.tiled_mma._tv(1)") == ["gemmlab.layout.tiled_mma._tv"]
 

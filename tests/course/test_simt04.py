@@ -89,7 +89,7 @@ def _launcher(kind: str, tmp_path: Path, integer: bool = False):
 def _check_simt_shares():
     """The notebook's own check_simt_shares, run from its cell."""
     ns: dict = {}
-    exec("import numpy as np\nfrom gemmlab.thread_shares import thread_shares", ns)
+    exec("import numpy as np\nfrom gemmlab.checking.thread_shares import thread_shares", ns)
     exec(cells_by_grade_id("04_mma")["simt_shares"], ns)
     return ns["check_simt_shares"]
 

@@ -324,7 +324,7 @@ def test_owned_by_that_calls_local_partition_is_told_so() -> None:
 
 @pytest.mark.parametrize("answer, test", [("crd2idx_solution", "test_crd2idx"), ("owned_solution", "test_owned")])
 def test_the_release_placeholder_fails_its_test(answer: str, test: str) -> None:
-    from gemmlab.nbhelpers import ExerciseNotDone
+    from gemmlab.notebook.nbhelpers import ExerciseNotDone
 
     with pytest.raises(ExerciseNotDone, match="not written yet"):
         run_cells(NB, ["setup", answer, test], replace={answer: release_cells(NB)[answer]})

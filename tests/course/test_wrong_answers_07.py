@@ -219,7 +219,7 @@ def test_persistent_tiles_wrong_answers_fail(why: str) -> None:
 # ------------------------------------------------------------------ a run test on a GPU that is not a Hopper
 
 def test_hopper_run_tests_fail_on_another_gpu(no_gpu) -> None:
-    from gemmlab import nbhelpers
+    from gemmlab.notebook import nbhelpers
 
     ns = hopper07.plain_namespace()
     src = hopper07.cells()["setup"]

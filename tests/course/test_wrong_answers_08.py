@@ -4,7 +4,7 @@ Each test runs the solutions notebook's own cells in one namespace, with gemmlab
 wrong answer (a text edit of the solution cell, so it follows the course) in place of the answer cell,
 and runs the graded test cell, hidden tests included, as the grader does: it must fail. Without a GPU
 the rung tests fail on what they read in the kernel's machine code (gemmlab.techniques) or, for the
-tile orders, on what gemmlab.cexpr reads in the source; the same cells with the solution pass, and
+tile orders, on what gemmlab.checking.cexpr reads in the source; the same cells with the solution pass, and
 with the release's placeholders every graded cell fails. What only a GPU can decide (a tile order
 written so the CPU cannot read it) is in tests/course/test_gpu_cuda_ladder.py.
 """

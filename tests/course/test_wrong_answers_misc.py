@@ -43,7 +43,7 @@ NB00 = "00_gpu_and_roofline"
 
 @pytest.fixture(scope="module")
 def nb00() -> dict:
-    from gemmlab import roofline_math as rm
+    from gemmlab.timing import roofline_math as rm
 
     nb = _notebook(NB00)
     ns = {"math": math, "random": random, "rm": rm, "PEAK": 692.0, "BW": 3020.0}
@@ -241,7 +241,7 @@ def test_gpu_tests_count_their_own_points(name: str) -> None:
 
 def test_unchecked_summary_counts_points_without_a_gpu(no_gpu, capsys, monkeypatch) -> None:
     import gemmlab
-    from gemmlab import nbhelpers
+    from gemmlab.notebook import nbhelpers
 
     nbhelpers.setup()
     assert nbhelpers.gpu_graded(4, "the copy test") is False
@@ -266,7 +266,7 @@ def test_unchecked_summary_counts_points_without_a_gpu(no_gpu, capsys, monkeypat
 def test_validate_fails_a_gpu_test_it_cannot_check(no_gpu, monkeypatch) -> None:
     """nbgrader's Validate shows only failures, so a GPU test that ran nothing must fail there, with the
     points it leaves unchecked; in the student's own run it only says so (Run All goes on)."""
-    from gemmlab import nbhelpers
+    from gemmlab.notebook import nbhelpers
 
     monkeypatch.setenv(nbhelpers.VALIDATING_ENV, "1")
     with pytest.raises(nbhelpers.GpuTestNotChecked, match=r"NOT CHECKED \(4 points\): the copy test needs a GPU"):

@@ -5,13 +5,14 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
 import gemmlab
-from gemmlab import ahead, compiler
-from gemmlab.compilation import store
-from gemmlab.compilation.job import CompileJob
+from gemmlab.compiling import ahead, compiler
+from gemmlab.compiling import store
+from gemmlab.compiling.job import CompileJob
 
 from tests.support import ROOT
 SRC = r"""
@@ -60,7 +61,7 @@ def test_bad_arch_is_refused_before_anything_starts() -> None:
 def test_background_compiles_stop_when_python_exits(tmp_path) -> None:
     probe = (
         "import time, gemmlab\n"
-        "from gemmlab.compilation import worker\n"
+        "from gemmlab.compiling import worker\n"
         "src = '#include <cute/tensor.hpp>\\n' + " + repr(SRC) + "\n"
         "gemmlab.compile_ahead(src, [('fill<%d>' % i, ['-DEXTRA=1']) for i in range(2)], arch='sm_90a')\n"
         "while len(worker.pids()) < 2:\n    time.sleep(0.05)\n"
@@ -84,21 +85,22 @@ def test_background_compiles_stop_when_python_exits(tmp_path) -> None:
 
 def test_a_rerun_of_the_same_group_drops_builds_not_started(monkeypatch) -> None:
     monkeypatch.setenv("GEMMLAB_COMPILE_JOBS", "1")
+    src = SRC + f"// {uuid.uuid4()}\n"      # none of these builds is in the run's shared cache already
     old = [(f"fill<{i}>", ["-DEXTRA=1"]) for i in range(4)]
-    assert gemmlab.compile_ahead(SRC, old, arch="sm_90a", group="cell") == 4
-    assert gemmlab.compile_ahead(SRC, [("fill<9>", ["-DEXTRA=1"])], arch="sm_90a", group="cell") == 1
-    assert compiler.compile_to(SRC, "fill<9>", "sm_90a", ["-DEXTRA=1"]).cached
+    assert gemmlab.compile_ahead(src, old, arch="sm_90a", group="cell") == 4
+    assert gemmlab.compile_ahead(src, [("fill<9>", ["-DEXTRA=1"])], arch="sm_90a", group="cell") == 1
+    assert compiler.compile_to(src, "fill<9>", "sm_90a", ["-DEXTRA=1"]).cached
     deadline = time.monotonic() + 60
     while ahead.in_flight() and time.monotonic() < deadline:
         time.sleep(0.05)
-    built = [store.contains(store.key(CompileJob(SRC, n, "sm_90a", tuple(o)))) for n, o in old]
+    built = [store.contains(store.key(CompileJob(src, n, "sm_90a", tuple(o)))) for n, o in old]
     assert sum(built) <= 1        # at most the one already running when the cell ran again; the queued rest dropped
 
 
 def test_a_background_compile_is_inspected_for_warnings_at_its_first_use(monkeypatch) -> None:
     # The background process's own WgmmaSerializedWarning goes nowhere: the first foreground user of
     # its result must look again, later cache hits not (they were already looked at once).
-    from gemmlab import sass
+    from gemmlab.compiling import sass
 
     looked_at = []
     monkeypatch.setattr(sass, "warn_if_wgmma_serialized", lambda ptx, cubin, name: looked_at.append(name))

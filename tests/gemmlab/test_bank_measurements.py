@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from gemmlab import banks
+from gemmlab.seeing import banks
 
 from tests.support import ROOT
 DATA = ROOT / "gemmlab" / "data" / "bank_measurements.json"

@@ -8,7 +8,7 @@ import numpy as np
 import pycute
 import pytest
 
-from gemmlab import banks
+from gemmlab.seeing import banks
 from gemmlab.errors import GemmlabError
 
 

@@ -1,4 +1,4 @@
-"""Timings that state their noise, on the CPU: the intervals of gemmlab.spread (their coverage
+"""Timings that state their noise, on the CPU: the intervals of gemmlab.timing.spread (their coverage
 checked by simulation), bench_gemm's interleaved rounds with fake timers, the result's interval in
 its text, JSON and comparisons, and the performance bar's "within noise". The GPU tests at the end
 time cuBLAS against itself."""
@@ -12,13 +12,14 @@ import statistics
 import pytest
 
 import gemmlab
-from gemmlab import perfbar, report, spread, timing
-from gemmlab.bench import BenchResult, result_from_rounds
+from gemmlab.timing import perfbar, spread, events as timing
+from gemmlab.checking import report
+from gemmlab.timing.bench import BenchResult, result_from_rounds
 
 SHAPE = (4096, 4096, 4096)
 
 
-# ----------------------------------------------------------------------------- gemmlab.spread
+# ----------------------------------------------------------------------------- gemmlab.timing.spread
 def test_median_interval_is_the_sign_test_interval() -> None:
     low, high, coverage = spread.median_interval(list(range(1, 13)))      # 12 rounds: 3rd to 10th
     assert (low, high) == (3, 10) and coverage == pytest.approx(1 - 2 * (1 + 12 + 66) / 4096)
@@ -130,7 +131,7 @@ def test_a_kernel_within_noise_of_cublas_says_so() -> None:
     assert r.ratio_low < 1.0 < r.ratio_high
     assert "within noise of cuBLAS" in str(r) and "within noise of cuBLAS" in r._repr_html_()
     assert r.compare().within_noise and "cuBLAS" in str(r.compare())
-    assert gemmlab.bench.compare(_result(RATIOS)).verdict == "slower"
+    assert gemmlab.timing.bench.compare(_result(RATIOS)).verdict == "slower"
 
 
 def test_two_kernels_compared_beyond_or_within_the_noise() -> None:
@@ -164,7 +165,7 @@ def test_the_published_record_round_trips_and_old_records_still_read() -> None:
 def test_the_bar_says_when_it_lies_within_the_noise(monkeypatch) -> None:
     result = _result(RATIOS)
     monkeypatch.setattr(perfbar, "require_gpu", lambda what: None)
-    monkeypatch.setattr(gemmlab.bench, "bench_gemm", lambda fn, shape, convention, dtype, **kw: result)
+    monkeypatch.setattr(gemmlab.timing.bench, "bench_gemm", lambda fn, shape, convention, dtype, **kw: result)
     inside = gemmlab.performance_bar(object(), 0.97)
     assert inside.bar_within_noise and "within noise of the bar" in str(inside) and "96% interval" in str(inside)
     assert inside.to_dict()["bar_within_noise"] is True

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab import roofline_math as rm
-from gemmlab.bench import BenchResult
-from gemmlab.ceilings import Ceilings
+from gemmlab.timing import roofline_math as rm
+from gemmlab.timing.bench import BenchResult
+from gemmlab.timing.ceilings import Ceilings
 from gemmlab.errors import GemmlabError
-from gemmlab.roofline import roofline
+from gemmlab.timing.roofline import roofline
 
 
 def test_flops_and_ideal_intensity_exact():
@@ -99,16 +99,16 @@ def test_roofline_from_ceilings_object_and_bad_points():
 
 def test_package_names_stay_callable_after_submodule_import():
     import gemmlab
-    import gemmlab.ceilings  # noqa: F401  (binds the submodule over the lazy function)
-    import gemmlab.roofline  # noqa: F401
+    import gemmlab.timing.ceilings  # noqa: F401  (binds the submodule over the lazy function)
+    import gemmlab.timing.roofline  # noqa: F401
 
     fig = gemmlab.roofline([("x", 10.0, 5.0)], peak_tflops=100, bw_gbps=1000)
     assert fig.axes
-    assert callable(gemmlab.ceilings)
+    assert callable(gemmlab.timing.ceilings)
 
 
 def test_left_work_running_flags_only_calls_that_outlast_their_timed_work() -> None:
-    from gemmlab.integrity import left_work_running
+    from gemmlab.checking.integrity import left_work_running
 
     assert not left_work_running(after_ms=0.02, gpu_ms=0.25)     # an honest 4096³ GEMM: idle when it ends
     assert not left_work_running(after_ms=0.08, gpu_ms=0.005)    # a tiny call, a slow synchronize
@@ -118,7 +118,7 @@ def test_left_work_running_flags_only_calls_that_outlast_their_timed_work() -> N
 
 
 def test_a_gate_that_ran_out_before_the_batch_was_queued_is_doubled_up_to_the_cap() -> None:
-    from gemmlab.timing import next_gate
+    from gemmlab.timing.events import next_gate
 
     assert next_gate(1000, gate_ran_out=False, max_cycles=10_000) is None     # still asleep: the batch stands
     assert next_gate(1000, gate_ran_out=True, max_cycles=10_000) == 2000      # woke early: queue again, longer
@@ -132,7 +132,7 @@ def test_the_nudge_between_graded_timings_changes_one_input_without_a_host_copy(
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from gemmlab.integrity import input_nudger
+    from gemmlab.checking.integrity import input_nudger
 
     ops: list[str] = []
 

@@ -1,4 +1,4 @@
-"""gemmlab.cache: the cache a process writes, and the read-only layer under it (a seed filled elsewhere)."""
+"""gemmlab.compiling.cache: the cache a process writes, and the read-only layer under it (a seed filled elsewhere)."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab import cache
-from gemmlab.compiler import compile_to
+from gemmlab.compiling import cache
+from gemmlab.compiling.compiler import compile_to
 from tests.support import ROOT
 
 SCALE = 'extern "C" __global__ void scale_seeded(float* x, float a) { x[threadIdx.x] *= a; }\n'
@@ -132,7 +132,7 @@ def test_a_claim_held_too_long_is_given_up_not_waited_for_forever(private_cache:
 
 COMPILER = f"""
 import json
-from gemmlab.compiler import compile_to
+from gemmlab.compiling.compiler import compile_to
 print(json.dumps(compile_to({SCALE!r} + "// claimed", "scale_seeded", arch="sm_90a").cached))
 """
 

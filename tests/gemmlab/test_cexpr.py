@@ -1,10 +1,10 @@
-"""gemmlab.cexpr evaluates integer C expressions with C's meaning, where Python's differs."""
+"""gemmlab.checking.cexpr evaluates integer C expressions with C's meaning, where Python's differs."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gemmlab import cexpr
+from gemmlab.checking import cexpr
 from gemmlab.errors import GemmlabError
 
 
@@ -70,7 +70,7 @@ __device__ int2 tile(int pid, int tiles_m, int tiles_n)
 
 
 def test_a_straight_line_function_is_evaluated_for_every_argument_at_once() -> None:
-    from gemmlab import draw
+    from gemmlab.seeing import draw
 
     pid = np.arange(11 * 3)
     m, n = cexpr.evaluate_function(GROUPED, "tile", pid=pid, tiles_m=11, tiles_n=3, GROUP_M=4)

@@ -1,10 +1,10 @@
-"""gemmlab.cfunction runs a straight-line int C function as C would, and refuses what it cannot read."""
+"""gemmlab.checking.cfunction runs a straight-line int C function as C would, and refuses what it cannot read."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gemmlab import cfunction
+from gemmlab.checking import cfunction
 
 TILE_OF = """
 // grouped order

@@ -1,4 +1,4 @@
-"""gemmlab.checklist: the design steps in their order, looked up by any of their names, and drawn
+"""gemmlab.seeing.checklist: the design steps in their order, looked up by any of their names, and drawn
 and written with the current step marked."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from gemmlab import checklist
+from gemmlab.seeing import checklist
 from gemmlab.errors import GemmlabError
 from tests.support import ROOT
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import gemmlab
-from gemmlab.compiler import Compiled, compile_to
+from gemmlab.compiling.compiler import Compiled, compile_to
 from gemmlab.errors import CompileError, NoGPUError
 
 from tests.support import KERNELS, ROOT
@@ -179,7 +179,7 @@ def test_cache_hit_needs_neither_nvrtc_nor_torch(tmp_path: Path) -> None:
 
 
 def test_corrupt_cache_entry_recompiles(private_cache: Path) -> None:
-    from gemmlab import cache
+    from gemmlab.compiling import cache
 
     source = SCALE + "// corrupt\n"
     compile_to(source, "scale", arch="sm_90a")
@@ -204,7 +204,7 @@ def _launcher(kernel, tile: int):
 
 @pytest.mark.gpu
 def test_gpu_compile_for_this_gpu_and_run_wmma_gemm() -> None:
-    from gemmlab.gpu import current_arch
+    from gemmlab.running.gpu import current_arch
 
     kernel = gemmlab.compile(WMMA_GEMM, "wmma_gemm")
     assert kernel.arch == current_arch()

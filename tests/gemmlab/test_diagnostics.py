@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab.compiler import compile_to
-from gemmlab.diagnostics import Diagnostic, format_all, parse, short_header
+from gemmlab.compiling.compiler import compile_to
+from gemmlab.compiling.diagnostics import Diagnostic, format_all, parse, short_header
 from gemmlab.errors import CompileError
 
 SYNTAX = """\

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab.doctor import Report, Row, doctor
+from gemmlab.notebook.doctor import Report, Row, doctor
 
 from tests.support import ROOT as REPO
 from tests.support import KERNELS

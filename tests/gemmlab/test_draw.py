@@ -13,7 +13,7 @@ import pycute
 import pytest
 from matplotlib.figure import Figure
 
-from gemmlab import banks, draw
+from gemmlab.seeing import banks, draw
 from gemmlab import layout as L
 from gemmlab.errors import GemmlabError
 

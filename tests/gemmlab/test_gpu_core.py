@@ -69,7 +69,7 @@ def test_naive_kernel_runs_and_matches_torch(torch, naive):
 
 
 def test_launch_on_a_side_stream_and_check_errors(torch, naive):
-    from gemmlab.runtime.streams import check_errors, synchronize
+    from gemmlab.running.streams import check_errors, synchronize
 
     A = torch.randn(32, 16, device="cuda").half()
     B = torch.randn(32, 16, device="cuda").half()
@@ -277,12 +277,12 @@ def test_gpu_only_timing_leaves_out_launch_overhead(torch):
         time.sleep(200e-6)
         x.add_(1.0)
 
-    eager = sorted(gemmlab.bench.time_cuda(tiny, rep=20, flush_l2=False, queue_ahead=False))  # one by one
-    gpu_only = sorted(gemmlab.bench.time_cuda(tiny, rep=20, gpu_only=True, flush_l2=False))
+    eager = sorted(gemmlab.timing.bench.time_cuda(tiny, rep=20, flush_l2=False, queue_ahead=False))  # one by one
+    gpu_only = sorted(gemmlab.timing.bench.time_cuda(tiny, rep=20, gpu_only=True, flush_l2=False))
     assert 0 < gpu_only[10] < 0.5 * eager[10] and eager[10] > 0.15, (eager, gpu_only)
     before = float(x[0])
     torch.randn(4, device="cuda")  # torch's CUDA state is untouched
-    gemmlab.bench.time_cuda(tiny, rep=3, gpu_only=True, flush_l2=False)
+    gemmlab.timing.bench.time_cuda(tiny, rep=3, gpu_only=True, flush_l2=False)
     torch.cuda.synchronize()
     assert float(x[0]) == before + 1 + 3 + 3 * 10  # first call, host estimate, 3 batches of 10
 
@@ -310,7 +310,7 @@ def test_bench_cute_gemm_prints_ratio(torch):
 
 def test_ceilings_measured_and_cached(torch):
     import gemmlab
-    from gemmlab.roofline import roofline
+    from gemmlab.timing.roofline import roofline
 
     c = gemmlab.ceilings(refresh=True)
     print(c)

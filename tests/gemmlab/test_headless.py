@@ -4,7 +4,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from gemmlab.headless import notebook_client
+from gemmlab.notebook.headless import notebook_client
 
 
 def test_output_widget_content_lands_in_the_cell_and_no_state_is_sent_back() -> None:
@@ -43,7 +43,7 @@ def test_executors_that_reinitialise_keep_mirroring_off() -> None:
     pytest.importorskip("ipykernel")
     from nbconvert.preprocessors import ExecutePreprocessor
 
-    from gemmlab.headless import NoOutputWidgetMirroring, disable_output_widget_mirroring
+    from gemmlab.notebook.headless import NoOutputWidgetMirroring, disable_output_widget_mirroring
 
     class Headless(NoOutputWidgetMirroring, ExecutePreprocessor):
         pass

@@ -1,9 +1,9 @@
-"""gemmlab.integrity on the CPU: library calls are seen, grading mode is read, messages say what to do."""
+"""gemmlab.checking.integrity on the CPU: library calls are seen, grading mode is read, messages say what to do."""
 from __future__ import annotations
 
 import pytest
 
-from gemmlab.integrity import grading_mode, late_work_message, library_guard, library_message
+from gemmlab.checking.integrity import grading_mode, late_work_message, library_guard, library_message
 
 torch = pytest.importorskip("torch")
 
@@ -68,7 +68,7 @@ def test_a_copy_kernels_launcher_may_not_copy_with_torch_even_one_element_at_a_t
     tensor's value or through .item(); allocation, views and plain fills stay allowed."""
     import torch
 
-    from gemmlab.integrity import NO_COPIES, library_guard
+    from gemmlab.checking.integrity import NO_COPIES, library_guard
 
     src, dst = torch.randn(4, 4), torch.empty(4, 4)
     for copy in (lambda: dst.copy_(src), lambda: dst[0].fill_(src[0, 0]), lambda: dst[0].fill_(src[0, 0].item()),

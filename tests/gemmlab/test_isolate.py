@@ -1,4 +1,4 @@
-"""gemmlab.isolate on the CPU: results come back, child errors are named, hangs are killed."""
+"""gemmlab.running.isolate on the CPU: results come back, child errors are named, hangs are killed."""
 from __future__ import annotations
 
 import operator
@@ -8,8 +8,8 @@ import time
 import pytest
 
 import gemmlab
-from gemmlab.isolate import IsolatedJobError, run_isolated
-from gemmlab.runtime.faults import cuda_error_name
+from gemmlab.running.isolate import IsolatedJobError, run_isolated
+from gemmlab.running.faults import cuda_error_name
 
 
 def test_source_job_returns_result_and_sees_args():

@@ -13,8 +13,8 @@ import pytest
 from pycute import crd2idx as imported_early
 
 import gemmlab.layout as gl
-from gemmlab import nbhelpers
-from gemmlab.library_watch import library_roots, watched_call
+from gemmlab.notebook import nbhelpers
+from gemmlab.checking.library_watch import library_roots, watched_call
 
 LIBS = ["pycute", "gemmlab.layout"]
 

@@ -5,7 +5,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from gemmlab.errors import CompileError
-from gemmlab.magic import parse_line
+from gemmlab.notebook.magic import parse_line
 
 GOOD = """\
 __global__ void scale(float* x, float a, int n) {

@@ -1,4 +1,4 @@
-"""gemmlab.nbhelpers: the setup call, the option builds and the checks the course notebooks share."""
+"""gemmlab.notebook.nbhelpers: the setup call, the option builds and the checks the course notebooks share."""
 from __future__ import annotations
 
 import math
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import gemmlab
-from gemmlab import nbhelpers as nbh
-from gemmlab.check import CheckResult, Row
+from gemmlab.notebook import nbhelpers as nbh
+from gemmlab.checking.check import CheckResult, Row
 from gemmlab.errors import GemmlabError
 
 
@@ -221,7 +221,7 @@ def test_the_nn_helpers_are_check_gemm_calls_so_they_run_wherever_it_runs(monkey
     """check_padded and check_beta_zero are check_gemm with ``pad`` and ``beta = 0`` (so they run on a local GPU,
     the class's pool and the grader's judge alike), failing with the table. Here on the CPU, with torch allowed."""
     import gemmlab
-    from gemmlab.check import check_gemm
+    from gemmlab.checking.check import check_gemm
 
     calls = []
 
@@ -248,7 +248,7 @@ def test_the_nn_helpers_are_check_gemm_calls_so_they_run_wherever_it_runs(monkey
 
 
 def test_ask_turns_an_unwritten_exercise_into_one_sentence() -> None:
-    from gemmlab import nbhelpers as nbh
+    from gemmlab.notebook import nbhelpers as nbh
 
     def owner_A(r, c):
         raise NotImplementedError()
@@ -287,7 +287,7 @@ def test_require_refused_passes_only_a_launcher_that_refuses_the_shape(monkeypat
     """08's partial-tile check as a check_gemm call: a LaunchError from the launcher (here, or relayed by the
     grader's judge from the student's process) is the refusal; running, right or wrong, is not."""
     import gemmlab
-    from gemmlab.check import check_gemm
+    from gemmlab.checking.check import check_gemm
 
     monkeypatch.setattr(gemmlab, "check_gemm", lambda fn, conv, **kw: check_gemm(
         fn, conv, device="cpu", **{**kw, "forbid_library": False}))

@@ -1,11 +1,11 @@
-"""gemmlab.perfbar on the CPU: bench_gemm is replaced by a fake timing, so the verdict logic is tested."""
+"""gemmlab.timing.perfbar on the CPU: bench_gemm is replaced by a fake timing, so the verdict logic is tested."""
 from __future__ import annotations
 
 import pytest
 
 import gemmlab
-from gemmlab import perfbar
-from gemmlab.bench import BenchResult
+from gemmlab.timing import perfbar
+from gemmlab.timing.bench import BenchResult
 
 
 def fake_bench(ratio: float, calls: list):
@@ -24,7 +24,7 @@ def with_gpu(monkeypatch):
     calls: list = []
 
     def install(ratio: float):
-        monkeypatch.setattr(gemmlab.bench, "bench_gemm", fake_bench(ratio, calls))
+        monkeypatch.setattr(gemmlab.timing.bench, "bench_gemm", fake_bench(ratio, calls))
         return calls
     return install
 

@@ -1,4 +1,4 @@
-"""gemmlab.proctime: what work consumed, read from /proc, on a machine made busy on purpose.
+"""gemmlab.running.proctime: what work consumed, read from /proc, on a machine made busy on purpose.
 
 A spinning process on one core beside three burners gets about a quarter of it: its run-queue waits are the
 rest, and a WorkClock does not charge them. A process that only sleeps is charged the clock. One that lowered
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from gemmlab import proctime
+from gemmlab.running import proctime
 from tests.support.busy import burners, one_core
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux's /proc")

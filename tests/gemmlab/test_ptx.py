@@ -1,8 +1,8 @@
-"""gemmlab.ptx reads PTX as statements: inline-asm blocks, labels, predicates and comments do not hide
+"""gemmlab.compiling.ptx reads PTX as statements: inline-asm blocks, labels, predicates and comments do not hide
 an instruction or invent one, and a load that may read global memory is found whatever its spelling."""
 from __future__ import annotations
 
-from gemmlab import ptx
+from gemmlab.compiling import ptx
 
 SAMPLE = """
 .visible .entry k(.param .u64 p)

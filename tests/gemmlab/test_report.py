@@ -1,9 +1,9 @@
-"""gemmlab.report: a result published as JSON display data in an IPython kernel, nothing elsewhere."""
+"""gemmlab.checking.report: a result published as JSON display data in an IPython kernel, nothing elsewhere."""
 from __future__ import annotations
 
 import pytest
 
-from gemmlab.report import RESULT_MIME, payload, publish
+from gemmlab.checking.report import RESULT_MIME, payload, publish
 
 
 class _Result:

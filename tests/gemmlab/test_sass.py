@@ -1,10 +1,10 @@
-"""gemmlab.sass: disassembly through cuda.pathfinder, and reading a wgmma chain off the SASS."""
+"""gemmlab.compiling.sass: disassembly through cuda.pathfinder, and reading a wgmma chain off the SASS."""
 from __future__ import annotations
 
 import pytest
 
 import gemmlab
-from gemmlab import sass
+from gemmlab.compiling import sass
 from gemmlab.errors import ToolchainError
 
 PIPELINED = """

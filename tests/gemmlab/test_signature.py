@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab.signature import Param, base_name, find_kernel, find_kernels, ptx_param_sizes, reconcile
+from gemmlab.compiling.signature import Param, base_name, find_kernel, find_kernels, ptx_param_sizes, reconcile
 
 from tests.support import KERNELS
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 import gemmlab
-from gemmlab import clock_sampler, steady_timing
-from gemmlab.bench import BenchResult, result_from_rounds
-from gemmlab.clock_sampler import Sample
-from gemmlab.steady_timing import SteadyPlan, TimedBlocks
+from gemmlab.timing import clock_sampler, steady_timing
+from gemmlab.timing.bench import BenchResult, result_from_rounds
+from gemmlab.timing.clock_sampler import Sample
+from gemmlab.timing.steady_timing import SteadyPlan, TimedBlocks
 
 SHAPE = (4096, 4096, 4096)
 H100_L2 = 50 * 1024 * 1024

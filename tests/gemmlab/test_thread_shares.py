@@ -1,4 +1,4 @@
-"""gemmlab.thread_shares on the CPU: a stand-in kernel that writes D by an ownership map shows each
+"""gemmlab.checking.thread_shares on the CPU: a stand-in kernel that writes D by an ownership map shows each
 thread's share, and one whose writes depend on the thread count is refused."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from gemmlab.thread_shares import MARK, ThreadShareError, thread_shares, written_elements
+from gemmlab.checking.thread_shares import MARK, ThreadShareError, thread_shares, written_elements
 
 SHAPE = (8, 4, 2)
 

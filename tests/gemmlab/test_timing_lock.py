@@ -1,4 +1,4 @@
-"""gemmlab.timing_lock: graders sharing one GPU take turns timing, checks share the GPU but never
+"""gemmlab.timing.timing_lock: graders sharing one GPU take turns timing, checks share the GPU but never
 with a timing, a waiting timing is not starved by checks, and nobody can block the others for long."""
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ import time
 
 import pytest
 
-from gemmlab import timing_lock
-from gemmlab.timing_lock import ENV_PATH, TURN_SUFFIX, compiling, exclusive_timing, lock_file_for, shared_gpu_work
+from gemmlab.timing import timing_lock
+from gemmlab.timing.timing_lock import (
+    ENV_PATH, TURN_SUFFIX, compiling, exclusive_timing, lock_file_for, shared_gpu_work,
+)
 
 _HOLD = """
 import sys, time
-from gemmlab.timing_lock import exclusive_timing, shared_gpu_work
+from gemmlab.timing.timing_lock import exclusive_timing, shared_gpu_work
 block = exclusive_timing if sys.argv[1] == "ex" else shared_gpu_work
 with block(wait_s=float(sys.argv[2])) as got:
     print("got" if got else "gave up", time.monotonic(), flush=True)
@@ -182,7 +184,7 @@ def test_inside_the_real_sandbox_the_lock_can_be_taken_but_not_written(tmp_path)
     (tmp_path / "s").mkdir()
     (tmp_path / "r").mkdir()
     spec = sandbox.SandboxSpec(tmp_path / "s", tmp_path / "r", gpu="0")
-    probe = ("import os\nfrom gemmlab.timing_lock import exclusive_timing, shared_gpu_work\n"
+    probe = ("import os\nfrom gemmlab.timing.timing_lock import exclusive_timing, shared_gpu_work\n"
              "with exclusive_timing(wait_s=5) as got:\n    print('acquired', got)\n"
              "with shared_gpu_work(wait_s=5) as got:\n    print('shared', got)\n"
              "try:\n    open(os.environ['GEMMLAB_TIMING_LOCK'], 'w')\n    print('written')\n"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import gemmlab
-from gemmlab import leaderboard_draw, speed_of_light, timing
-from gemmlab.runtime import persisting_l2
-from gemmlab.speed_of_light import FasterThanLightError, rates_from_attributes
+from gemmlab.timing import leaderboard_draw, speed_of_light, events as timing
+from gemmlab.running import persisting_l2
+from gemmlab.timing.speed_of_light import FasterThanLightError, rates_from_attributes
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the driver reports for an H100 SXM: compute capability, SMs, SM clock and memory clock (kHz), bus bits.
@@ -68,14 +68,14 @@ def test_an_impossible_time_is_refused_and_floored() -> None:
     with pytest.raises(FasterThanLightError, match=r"1 of 3 timed calls finished faster .*the fastest in 0\.0100 ms.*"
                                                    r"peak: 1,071 TFLOPS at 1,980 MHz, DRAM 3,352 GB/s\)") as caught:
         speed_of_light.refuse_faster_than_light([0.18, 0.01, 0.19], light, "mine at 4096³", H100)
-    assert isinstance(caught.value, gemmlab.integrity.BenchIntegrityError), "graded code catches it as a cheat"
+    assert isinstance(caught.value, gemmlab.checking.integrity.BenchIntegrityError), "graded code catches it as a cheat"
     assert speed_of_light.floor_at_light([0.01, 0.2], light) == [light, 0.2]
     assert speed_of_light.floor_at_light([0.01], None) == [0.01]
     speed_of_light.refuse_faster_than_light([0.0], None, "a GPU without a known peak")
 
 
 def test_a_result_floors_its_times_before_the_median_and_ratio() -> None:
-    from gemmlab.bench import result_from_rounds
+    from gemmlab.timing.bench import result_from_rounds
 
     light = 0.128
     kernel = [[0.001], [0.001], [0.2], [0.2]]          # two impossible rounds (as if one shape were "free")
@@ -87,8 +87,8 @@ def test_a_result_floors_its_times_before_the_median_and_ratio() -> None:
 
 
 def test_a_copy_faster_than_dram_is_refused(monkeypatch) -> None:
-    from gemmlab import copy_check
-    from gemmlab.runtime import device
+    from gemmlab.checking import copy_check
+    from gemmlab.running import device
 
     monkeypatch.setattr(speed_of_light, "peak_rates", lambda index: H100)
     monkeypatch.setattr(device, "device_attributes", lambda index: type("A", (), {"l2_bytes": 50 << 20})())
@@ -146,7 +146,7 @@ def test_persisting_l2_is_reset_before_timing_and_refused_after(monkeypatch) -> 
     assert (fake.limit, fake.windows, fake.resets) == (0, {}, 1), "limit 0, lines normal, window gone"
     check()                                                      # nothing turned it on: the round stands
     fake.windows[7] = 48 << 20                                   # a timed call set a window on the stream
-    with pytest.raises(gemmlab.integrity.BenchIntegrityError,
+    with pytest.raises(gemmlab.checking.integrity.BenchIntegrityError,
                        match=r"mine at 4096³: during the timed calls the stream carries an L2 access-policy window "
                              r"over 50,331,648 bytes.*cudaStreamSetAttribute"):
         check()
@@ -238,7 +238,7 @@ def test_a_launcher_that_sets_a_persisting_window_is_refused(gpu) -> None:
         torch.matmul(A, B.T, out=D)
 
     with torch.cuda.stream(torch.cuda.Stream()):
-        with pytest.raises(gemmlab.integrity.BenchIntegrityError, match="persisting|access-policy"):
+        with pytest.raises(gemmlab.checking.integrity.BenchIntegrityError, match="persisting|access-policy"):
             gemmlab.bench_gemm(persisting, shape=(1024, 1024, 1024), verify=False)
         assert persisting_l2.tampering(torch.cuda.current_stream().cuda_stream) == ""
 

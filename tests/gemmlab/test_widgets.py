@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.figure import Figure
 
-from gemmlab import banks, draw, widgets
+from gemmlab.seeing import banks, draw, widgets
 
 
 @pytest.fixture

@@ -63,7 +63,7 @@ def _work_through(assignment: str, start: Callable[..., RunningService], klass: 
                   backend: str) -> tuple[dict[str, Any], Counting]:
     """Run ``assignment``'s release with the solutions' answers in a kernel without a GPU, connected to a pool
     service on this machine; its graded cells by grade_id, and the requests its judges saw."""
-    from gemmlab.headless import notebook_client
+    from gemmlab.notebook.headless import notebook_client
 
     judges = Counting(ScriptedExecutor(delay_s=0.0) if backend == "fake" else
                       LocalExecutor(["0"], backend=backend, sandbox=not sandbox_problem()))   # as `python -m pool` serves

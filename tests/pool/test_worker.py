@@ -7,7 +7,7 @@ import pytest
 
 from gemmlab.judge import JudgeReport
 from gemmlab.judge.client import judge_command
-from gemmlab.timing_lock import ENV_PATH, lock_file_for
+from gemmlab.timing.timing_lock import ENV_PATH, lock_file_for
 from pool import worker
 
 from .helpers import request

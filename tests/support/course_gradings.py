@@ -76,8 +76,8 @@ def compile_for_the_grader(assignment: str, kernels: tuple[tuple[str, str, str],
     compiling it cold, and the course tests that compile the same kernels read them too."""
     from solution_cells import load_namespace
 
-    from gemmlab.compiler import compile_to
-    from gemmlab.nbhelpers import FALLBACK_ARCH
+    from gemmlab.compiling.compiler import compile_to
+    from gemmlab.notebook.nbhelpers import FALLBACK_ARCH
 
     for tag, variable, name in kernels:
         compile_to(load_namespace(assignment, [tag])[variable], name, arch=FALLBACK_ARCH)

@@ -1,6 +1,6 @@
 """Stand-ins for notebook 04's and 04b's compiled kernels and GPU, for CPU tests of their graded cells.
 
-Why: which thread writes which element of D is checked on a GPU (gemmlab.thread_shares launches the
+Why: which thread writes which element of D is checked on a GPU (gemmlab.checking.thread_shares launches the
 kernel with fewer threads). Its logic, and the graded cell around it, are tested here on the CPU with
 a fake launch that writes D by a TiledMMA's ownership, so a right permutation passes and an
 interleaved one fails without a GPU. (What the kernels' machine code holds is read from real kernels:

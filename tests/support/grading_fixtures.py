@@ -30,7 +30,7 @@ def _cell(kind, source, gid, *, grade=False, solution=False, locked=False, point
 
 
 #: The tiny assignment's honest GEMM, in plain Python: in grading mode the only torch operators a
-#: checked call may run move memory (gemmlab.integrity.DATA_MOVEMENT), so a CPU fixture cannot
+#: checked call may run move memory (gemmlab.checking.integrity.DATA_MOVEMENT), so a CPU fixture cannot
 #: compute with torch; element stores are fills, which are allowed.
 PYTHON_GEMM_BODY = ("    a, b = A.tolist(), B.tolist()\n"
                     "    for i, row in enumerate(a):\n"
@@ -94,7 +94,8 @@ HOSTILE = {
     "print_forever": {"square": "def square(x):\n    while True:\n        print('x' * 10000)"},
     "memory_bomb": {"square": "def square(x):\n    hog = []\n    while True:\n        hog.append(b'x' * (64 << 20))"},
     "torch_matmul": {"gemm": "import torch\ndef my_gemm(A, B, D):\n    D.copy_(torch.matmul(A, B.T))"},
-    "patch_check": {"gemm": "import gemmlab.check\ngemmlab.check.CheckResult.raise_if_failed = lambda self: None\n"
+    "patch_check": {"gemm": "import gemmlab.checking.check\n"
+                            "gemmlab.checking.check.CheckResult.raise_if_failed = lambda self: None\n"
                             "def my_gemm(A, B, D):\n    D.zero_()"},
     "swallow_errors": {"square": "get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)\n"
                                  "def square(x):\n    return 0"},

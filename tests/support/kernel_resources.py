@@ -7,7 +7,7 @@ SASS, so a kernel with a stack frame has no spill count without the disassembler
 """
 from __future__ import annotations
 
-from gemmlab.resources import Resources
+from gemmlab.compiling.resources import Resources
 
 
 def read_resources(resources: Resources | None, what: str) -> Resources:
@@ -15,7 +15,7 @@ def read_resources(resources: Resources | None, what: str) -> Resources:
     assert resources is not None, f"{what}: its resources could not be read from its cubin"
     assert resources.registers > 0, f"{what}: no register count was read (no ptxas report, no readable cubin): {resources}"
     if resources.stack_frame_bytes:
-        from gemmlab.sass import disassembler
+        from gemmlab.compiling.sass import disassembler
 
         assert disassembler() is not None, (
             f"{what} keeps {resources.stack_frame_bytes} B in a stack frame, and whether they are spills is read "

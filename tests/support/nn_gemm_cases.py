@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from gemmlab.nbhelpers import check_padded
+from gemmlab.notebook.nbhelpers import check_padded
 
 
 def check_padded_rows(fn: Callable[..., Any], label: str, pad: int, M: int = 300, N: int = 257, K: int = 131) -> None:

@@ -44,7 +44,7 @@ def gpu_hidden() -> Iterator[None]:
     """gemmlab sees no GPU inside the block (for a module-scoped fixture; tests use conftest's ``no_gpu``)."""
     import pytest
 
-    from gemmlab import gpu as gpu_module
+    from gemmlab.running import gpu as gpu_module
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(gpu_module.HIDE_ENV, "1")

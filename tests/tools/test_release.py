@@ -60,7 +60,7 @@ def _run_solutions(assignment: str) -> None:
     on a graded cell that writes to stderr (nbgrader would score it 0)."""
     pytest.importorskip("nbclient", reason="nbclient is needed to run notebooks (pip install nbclient)")
     pytest.importorskip("ipykernel", reason="ipykernel is needed to run notebooks (pip install ipykernel)")
-    from gemmlab.headless import notebook_client
+    from gemmlab.notebook.headless import notebook_client
 
     notebooks = sorted((release.SOLUTIONS / assignment).glob("*.ipynb"))
     assert notebooks, f"solutions/{assignment} has no notebook"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab.compilation.cell_lines import CellLine, annotate, cell_line
+from gemmlab.compiling.cell_lines import CellLine, annotate, cell_line
 from gemmlab.errors import CompileError
 
 KERNEL_CELL = '''# The kernel (this comment is line 1 of the cell)

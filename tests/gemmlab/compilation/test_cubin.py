@@ -1,9 +1,9 @@
 """Resources read from a cubin stand in for ptxas's report when NVRTC's log lacks it."""
 from __future__ import annotations
 
-from gemmlab import resources
-from gemmlab.compilation.cubin import resources_with_spills
-from gemmlab.compiler import compile_to
+from gemmlab.compiling import resources
+from gemmlab.compiling.cubin import resources_with_spills
+from gemmlab.compiling.compiler import compile_to
 
 KERNEL = 'extern "C" __global__ void add1(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] += 1.0f; }'
 

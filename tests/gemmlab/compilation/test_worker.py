@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from gemmlab.compilation import worker
-from gemmlab.compiler import compile_to
+from gemmlab.compiling import worker
+from gemmlab.compiling.compiler import compile_to
 from gemmlab.errors import CompileError, CompileTimeoutError
 
 #: 2^DEPTH distinct template instantiations: seconds at depth 12, without end at 30.

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import gemmlab.dsl as dsl
-from gemmlab.compilation.cubin import resources_with_spills
+from gemmlab.compiling.cubin import resources_with_spills
 from gemmlab.dsl import convert, core
 from gemmlab.errors import CompileError, LaunchError, NoGPUError
 from tests.dsl_kernels import planted_gemm, simple_gemm
@@ -408,8 +408,8 @@ extern "C" __global__ void __launch_bounds__(256, 8) spiller(float* out, const f
 def test_resources_read_from_a_cubin_agree_with_ptxas() -> None:
     # The DSL does not show ptxas's report, so DSL kernels' spills are read off the SASS and their
     # barriers off the cubin. NVRTC does show it: both readings of one cubin must agree.
-    from gemmlab.compiler import compile_to
-    from gemmlab.sass import disassembler
+    from gemmlab.compiling.compiler import compile_to
+    from gemmlab.compiling.sass import disassembler
 
     if disassembler() is None:
         pytest.skip("no nvdisasm or cuobjdump here (pip install nvidia-cuda-nvdisasm)")

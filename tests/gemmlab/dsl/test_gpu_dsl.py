@@ -159,7 +159,7 @@ def test_rerun_is_cheap_and_sass_is_available() -> None:
     torch.cuda.synchronize()
     per_call = (time.perf_counter() - start) / 10
     print(f"\nDslKernel call overhead incl. kernel (256x192x128): {per_call * 1e6:.0f} us")
-    from gemmlab.sass import disassembler
+    from gemmlab.compiling.sass import disassembler
 
     if disassembler() is not None:
         assert "FFMA" in k.sass() or "HFMA" in k.sass() or "FMUL" in k.sass()

@@ -7,7 +7,7 @@ import torch
 
 import gemmlab.dsl as dsl
 from gemmlab.dsl.launch_config import dynamic_smem_bytes
-from gemmlab.resources import Resources
+from gemmlab.compiling.resources import Resources
 
 STRUCT = "!llvm.struct<(array<3 x i32>, array<3 x i32>, i64, ptr, ptr, i32)>"
 

@@ -18,7 +18,7 @@ from gemmlab.dsl.host_recording import H100_ATTRIBUTES, RecordingError
 from gemmlab.dsl.recording import probe, recording
 from gemmlab.judge import answers
 from gemmlab.judge.dsl_replay import Copy, Launch, PlanError, parse_plan, relocate
-from gemmlab.runtime.elf_object import ElfObjectError, LoadedObject
+from gemmlab.running.elf_object import ElfObjectError, LoadedObject
 from tests.dsl_kernels import simple_gemm
 
 pytestmark = pytest.mark.slow

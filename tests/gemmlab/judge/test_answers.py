@@ -136,7 +136,7 @@ def test_a_dsl_answer_is_built_only_in_the_students_process() -> None:
         dsl.gemm_fn(fn)
     with pytest.raises(answers.AnswerError, match="no connection"):   # compiled by the student's kernel, asked over the link
         dsl.compile(fn, torch.empty(4, 4), arch="sm_90a")
-    from gemmlab import nbhelpers
+    from gemmlab.notebook import nbhelpers
 
     assert nbhelpers.function_done(fn) is True
     assert nbhelpers.function_done(answers.DslAnswer("k", "kernel", done=False)) is False
@@ -173,7 +173,7 @@ def _placeholder(x):
 
 
 def test_a_function_answer_says_whether_it_is_still_the_placeholder(linked) -> None:
-    from gemmlab import nbhelpers
+    from gemmlab.notebook import nbhelpers
 
     student, judge, bind = linked
     student["todo"], student["done"] = _placeholder, lambda x: x
@@ -210,7 +210,7 @@ def test_binding_the_answers_again_forgets_every_recorded_launch(linked) -> None
 
 
 def test_many_calls_cross_in_one_round_trip_and_stay_plain_data(linked, monkeypatch) -> None:
-    from gemmlab import nbhelpers
+    from gemmlab.notebook import nbhelpers
 
     student, judge, bind = linked
     student["owner"] = lambda m, n: (m % 4, n // 2)
@@ -229,7 +229,7 @@ def test_many_calls_cross_in_one_round_trip_and_stay_plain_data(linked, monkeypa
     assert nbhelpers.ask_each(lambda m, n: m + n, [(1, 2), (3, 4)]) == [3, 7]    # in the student's own notebook
 
 
-# ---------------------------------------------------------------- a call watched for a library (gemmlab.library_watch)
+# ------------------------------------------------------- a call watched for a library (gemmlab.checking.library_watch)
 
 _LIBS = ["pycute", "gemmlab.layout"]
 
@@ -243,7 +243,7 @@ def _own_crd2idx(coord, shape, stride):
 def test_a_watched_call_through_the_judge(linked) -> None:
     """01's crd2idx rule in the grader: the student's function runs watched in the student's kernel (serve), the
     report crosses back, and a call into the library fails the judge's test with the functions named."""
-    from gemmlab import nbhelpers
+    from gemmlab.notebook import nbhelpers
 
     student, judge, bind = linked
     student.update(own=_own_crd2idx, cheat=lambda c, s, d: L.Layout(s, d)(c))

@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from gemmlab.bench import BenchResult
-from gemmlab.check import SUITES, CheckResult
+from gemmlab.timing.bench import BenchResult
+from gemmlab.checking.check import SUITES, CheckResult
 from gemmlab.judge import JudgeRequest
 from gemmlab.judge.__main__ import answer
 from gemmlab.judge.backend import FakeBackend, GpuBackend, judge
-from gemmlab.runtime import faults
+from gemmlab.running import faults
 
 from .cases import naive_spec
 

@@ -5,7 +5,7 @@ import pytest
 
 from gemmlab.judge import JudgeError
 from gemmlab.judge.binding import Operands, arguments, check_parameters
-from gemmlab.signature import find_kernel
+from gemmlab.compiling.signature import find_kernel
 
 
 def params(declaration: str):

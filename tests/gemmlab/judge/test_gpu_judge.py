@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab.bench import BenchResult
-from gemmlab.check import CheckResult
+from gemmlab.timing.bench import BenchResult
+from gemmlab.checking.check import CheckResult
 from gemmlab.judge import JudgeLimits, JudgeRequest, KernelSpec
 from gemmlab.judge.client import judge
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab.bench import BenchResult
+from gemmlab.timing.bench import BenchResult
 from gemmlab.judge import JudgeRequest, KernelSpec
 from gemmlab.judge.client import judge
 
@@ -52,7 +52,7 @@ def test_a_judged_timing_leaves_persisting_l2_off(gpu) -> None:
     from cuda.bindings import driver as d
 
     import gemmlab
-    from gemmlab.runtime import persisting_l2
+    from gemmlab.running import persisting_l2
 
     d.cuCtxSetLimit(d.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 16 << 20)
     stream = torch.cuda.Stream()

@@ -142,7 +142,7 @@ print("==PROF== Disconnected")
 
 def run_profile(tmp_path: Path, monkeypatch, result: object, version: str = "2025.3.1.0", report_size: int = 10):
     from gemmlab.judge import ncu_run
-    from gemmlab import gpu
+    from gemmlab.running import gpu
 
     root = str(Path(__file__).resolve().parents[3])
     log = tmp_path / "ncu-args.json"

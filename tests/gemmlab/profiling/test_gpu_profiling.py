@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import gemmlab
-from gemmlab import banks
+from gemmlab.seeing import banks
 from gemmlab.profiling.errors import ProfilerError, TimelineError
 
 from tests.gemmlab.remote.copy_kernels import copy_kernel, copy_launcher

@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from gemmlab.compilation import elf
-from gemmlab.compiler import compile_to
+from gemmlab.compiling import elf
+from gemmlab.compiling.compiler import compile_to
 from gemmlab.errors import CompileError
 from gemmlab.profiling import switch
 from gemmlab.profiling.trace_format import BEGIN_PTX, BUFFER_SYMBOL, CPP_SWITCH, MARK_PTX, STATES, cpp_asm
@@ -46,7 +46,7 @@ def loop_bodies(ptx: str) -> list[str]:
 
 
 def sass_of(cubin: bytes) -> str:
-    from gemmlab.sass import disassembler, disassemble
+    from gemmlab.compiling.sass import disassembler, disassemble
 
     if disassembler() is None:
         pytest.skip("no disassembler (nvidia-cuda-nvdisasm) here")

@@ -8,7 +8,7 @@ import json
 import matplotlib
 import pytest
 
-from gemmlab import banks
+from gemmlab.seeing import banks
 from gemmlab.profiling import metrics, ncu, synthetic
 from gemmlab.profiling.errors import ProfilerError
 from gemmlab.profiling.readout import Power, Readout
@@ -82,7 +82,7 @@ def test_the_bank_model_stands_beside_the_measurement() -> None:
     assert one.shared_row("st").predicted is None and r.shared_row("ld").predicted is None   # r is unchanged
     avg = r.with_prediction("st", tile).shared_row("st").predicted
     assert (avg.wavefronts, avg.conflicts) == (16.5, 15.5)                       # the average per instruction
-    assert "gemmlab.banks predicts 32.00 wavefronts, 31.00 conflicts" in one.summary()
+    assert "gemmlab.seeing.banks predicts 32.00 wavefronts, 31.00 conflicts" in one.summary()
     for bad, words in ((("x", column), "'ld' or 'st'"), (("ld", [1, 2, 3]), "Access or TileReport")):
         with pytest.raises(ProfilerError, match=words):
             r.with_prediction(*bad)

@@ -5,7 +5,7 @@ import math
 from typing import Any, Callable
 
 import gemmlab
-from gemmlab import nbhelpers as nbh
+from gemmlab.notebook import nbhelpers as nbh
 
 #: D = A·Bᵀ, one thread per element, 16 × 16 blocks ("tn", as tests/kernels/planted_naive.cu).
 TN_SOURCE = r"""

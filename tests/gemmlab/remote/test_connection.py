@@ -10,11 +10,12 @@ from typing import Iterator
 import pytest
 
 import gemmlab
-from gemmlab.bench import BenchIntegrityError, BenchResult
-from gemmlab.check import CheckResult
+from gemmlab.timing.bench import BenchIntegrityError, BenchResult
+from gemmlab.checking.check import CheckResult
 from gemmlab.judge import JudgeReport
-from gemmlab.remote import (PoolAuthError, PoolBusyError, PoolKernelError, PoolRequestError, PoolUnavailableError,
-                            connection)
+from gemmlab.remote import (
+    PoolAuthError, PoolBusyError, PoolKernelError, PoolRequestError, PoolUnavailableError, connection,
+)
 
 from .fake_pool import GPU, FakePool
 from .launchers import nn_launcher, tn_kernel, tn_launcher
@@ -217,7 +218,7 @@ def test_a_notebook_test_whose_gpu_work_is_checks_and_timings_runs_on_the_pool(
     """A notebook test marked ``pool=True`` (its GPU work is all check_gemm and bench_gemm: 04's tile tests, 05's and
     08's nn checks with padded rows and beta = 0, 09's correctness) runs on the pool once connected; without a
     connection, or for a test that launches kernels itself, its points are counted as not checked."""
-    from gemmlab import nbhelpers as nbh
+    from gemmlab.notebook import nbhelpers as nbh
 
     monkeypatch.setattr(nbh, "_UNCHECKED", {})
     assert not nbh.gpu_graded(2, "rung 1's correctness test", pool=True)          # not connected
@@ -239,7 +240,7 @@ def test_a_notebook_test_whose_gpu_work_is_checks_and_timings_runs_on_the_pool(
 
 def test_a_launcher_that_refuses_a_shape_is_told_apart_on_the_pool(pool: FakePool) -> None:
     """08's partial-tile check on the pool: the refusal happens while the launch is recorded, nothing is sent."""
-    from gemmlab import nbhelpers as nbh
+    from gemmlab.notebook import nbhelpers as nbh
 
     gemmlab.connect(pool.url, "good")
     launch = nn_launcher()

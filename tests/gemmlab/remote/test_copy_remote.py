@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import gemmlab
-from gemmlab.copy_check import CopyResult
+from gemmlab.checking.copy_check import CopyResult
 from gemmlab.judge import JudgeError, JudgeRequest
 from gemmlab.judge.backend import FakeBackend, judge
 from gemmlab.remote import RecordingError
@@ -172,7 +172,7 @@ def test_a_copy_is_timed_on_the_pool_as_a_timing_and_a_wrong_one_is_not() -> Non
         assert "GB/s" in str(timing) and timing.shape == (256, 512)
         (request,) = pool.requests
         assert request.action == "copy_bench" and request.shape == (256, 512, 1) and request.copy["who"] is False
-        with pytest.raises(gemmlab.integrity.BenchIntegrityError, match="not timed"):
+        with pytest.raises(gemmlab.checking.integrity.BenchIntegrityError, match="not timed"):
             gemmlab.bench_copy(copy_launcher(copy_kernel("copy_tiny_wrong")), (64, 64), torch.float32)
         with pytest.raises(gemmlab.GemmlabError, match="batches"):
             gemmlab.bench_copy(copy_launcher(copy_kernel()), (64, 64), batches=2)
@@ -192,7 +192,7 @@ def test_a_copy_timing_request_is_a_timing_and_takes_no_who_map() -> None:
     assert Job("alice", request).is_timing      # the pool's scheduler gives it its GPU alone
     with pytest.raises(JudgeError, match="no who map"):
         JudgeRequest.from_dict({**request.to_dict(), "copy": {"who": True}})
-    from gemmlab.copy_check import CopyTiming
+    from gemmlab.checking.copy_check import CopyTiming
 
     with pytest.raises(gemmlab.GemmlabError, match="not a copy timing"):
         CopyTiming.from_dict({"shape": [2, 2], "ms": -1})

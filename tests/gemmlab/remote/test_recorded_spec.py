@@ -9,7 +9,7 @@ from gemmlab.judge import JudgeError, JudgeRequest, KernelSpec
 from gemmlab.judge.backend import FakeBackend, judge
 from gemmlab.judge.binding import check_positional, positional_arguments, Operands
 from gemmlab.judge.spec import RecordedLaunch
-from gemmlab.signature import Param
+from gemmlab.compiling.signature import Param
 
 #: Parameter names outside the judge's name vocabulary: only a binding by position can launch it.
 SOURCE = r"""

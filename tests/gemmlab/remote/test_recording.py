@@ -8,10 +8,10 @@ import pytest
 import torch
 
 import gemmlab
-from gemmlab import nbhelpers as nbh
+from gemmlab.notebook import nbhelpers as nbh
 from gemmlab.judge import JudgeLimits, JudgeRequest
 from gemmlab.judge.backend import FakeBackend, judge
-from gemmlab.kernel import Kernel
+from gemmlab.running.kernel import Kernel
 from gemmlab.remote import RecordingError
 from gemmlab.remote.recording import record, student_options
 from gemmlab.remote.requests import by_kernel, check_requests

@@ -1,7 +1,7 @@
 """Kernel argument binding and launch validation, without a GPU.
 
 The launcher's checks are pure functions (bind_arguments, validate_launch) fed with the
-real parameter lists gemmlab.signature reads from kernel sources.
+real parameter lists gemmlab.compiling.signature reads from kernel sources.
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from gemmlab.errors import LaunchError, NoGPUError, ToolchainError
-from gemmlab.runtime.arguments import bind_arguments
-from gemmlab.runtime.launch import LaunchLimits, validate_launch
-from gemmlab.signature import find_kernel, reconcile
+from gemmlab.running.arguments import bind_arguments
+from gemmlab.running.launch import LaunchLimits, validate_launch
+from gemmlab.compiling.signature import find_kernel, reconcile
 
 GEMM_SRC = """
 __global__ void gemm(const half* A, const half* B, half* D, int M, int N, int K) {}
@@ -176,7 +176,7 @@ def test_validate_launch_rejects(grid, block, smem, limits, match):
 
 
 def test_kernel_object_without_gpu(no_gpu):
-    from gemmlab.compiler import compile
+    from gemmlab.compiling.compiler import compile
 
     k = compile('extern "C" __global__ void add1(float* x, int n)'
                 "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1.0f; }",
@@ -186,7 +186,7 @@ def test_kernel_object_without_gpu(no_gpu):
     assert "add1" in k._repr_html_() and "registers" in k._repr_html_()
     with pytest.raises(NoGPUError, match="Running kernel 'add1' needs a CUDA GPU"):
         k(torch.zeros(4), 4, grid=1, block=4)
-    from gemmlab.sass import disassembler
+    from gemmlab.compiling.sass import disassembler
 
     if disassembler() is None:
         with pytest.raises(ToolchainError, match="nvdisasm"):
@@ -199,7 +199,7 @@ def test_error_translation_without_a_driver(monkeypatch):
     from cuda.bindings import driver
 
     from gemmlab.errors import ContextLostError, KernelError
-    from gemmlab.runtime import faults
+    from gemmlab.running import faults
 
     monkeypatch.setattr(faults, "_lost", None)  # restored after the test
     plain = faults.error_for(driver.CUresult.CUDA_ERROR_INVALID_VALUE, "kernel 'k'")

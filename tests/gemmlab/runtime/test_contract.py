@@ -1,4 +1,4 @@
-"""gemmlab.runtime.contract: a launch survives the trip through JSON unchanged."""
+"""gemmlab.running.contract: a launch survives the trip through JSON unchanged."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,8 @@ import json
 import pytest
 
 from gemmlab.errors import LaunchError
-from gemmlab.runtime.contract import LaunchContract
-from gemmlab.signature import Param
+from gemmlab.running.contract import LaunchContract
+from gemmlab.compiling.signature import Param
 
 
 def _contract() -> LaunchContract:

@@ -1,11 +1,11 @@
-"""gemmlab.runtime.memory on the CPU: guard zones notice stray stores, poison notices unwritten elements."""
+"""gemmlab.running.memory on the CPU: guard zones notice stray stores, poison notices unwritten elements."""
 from __future__ import annotations
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from gemmlab.runtime.memory import GUARD_BYTES, GuardedMatrix, as_signed  # noqa: E402
+from gemmlab.running.memory import GUARD_BYTES, GuardedMatrix, as_signed  # noqa: E402
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])

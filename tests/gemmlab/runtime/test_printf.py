@@ -1,4 +1,4 @@
-"""gemmlab.runtime.printf without a GPU: what is written to file descriptor 1 reaches sys.stdout, bounded."""
+"""gemmlab.running.printf without a GPU: what is written to file descriptor 1 reaches sys.stdout, bounded."""
 from __future__ import annotations
 
 import os
@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from gemmlab.runtime import printf
-from gemmlab.runtime.printf import captured_fd_output, forward_device_printf, reset_budget, uses_printf
+from gemmlab.running import printf
+from gemmlab.running.printf import captured_fd_output, forward_device_printf, reset_budget, uses_printf
 
 
 @pytest.fixture(autouse=True)
@@ -85,7 +85,7 @@ def test_a_notebook_cell_gets_its_own_budget(capsys) -> None:
     shell = InteractiveShell.instance()
     try:
         for _ in range(2):
-            shell.run_cell("import os\nfrom gemmlab.runtime.printf import forward_device_printf\n"
+            shell.run_cell("import os\nfrom gemmlab.running.printf import forward_device_printf\n"
                            f"forward_device_printf(lambda: os.write(1, {_flood(300)!r}))", store_history=True)
             text = capsys.readouterr().out
             assert text.count("thread ") == printf.MAX_LINES and "100 more lines" in text, text[-300:]

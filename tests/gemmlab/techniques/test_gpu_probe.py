@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gemmlab import draw
+from gemmlab.seeing import draw
 from gemmlab import techniques as T
 from tests.support import techniques as S
 

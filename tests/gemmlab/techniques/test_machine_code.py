@@ -36,7 +36,7 @@ def kinds(instructions) -> list[str]:
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a", "sm_100a"])
 def test_the_listing_holds_the_kernel_its_labels_and_each_instruction_in_parts(arch: str) -> None:
-    from gemmlab.sass import disassemble
+    from gemmlab.compiling.sass import disassemble
 
     text = disassemble(compiled(kernels.RING, "ring", arch).cubin, "ring")
     parsed = listing.parse(text)
