@@ -195,6 +195,23 @@ def _error_sink(on_error: OnError | None) -> tuple[OnError, Callable[[], None]]:
     return report, raise_failures
 
 
+#: How often a local Ray cluster is started before its failure is the run's: Ray gives its raylet a fixed 30 s
+#: to register, which a loaded grading host (the normal case) can miss once without anything being wrong.
+RAY_START_ATTEMPTS = 3
+
+
+def start_ray(init: Callable[[], object], shutdown: Callable[[], None], attempts: int = RAY_START_ATTEMPTS) -> None:
+    """``init()``, tried again (after ``shutdown()``) when Ray says its node timed out during startup."""
+    for attempt in range(1, attempts + 1):
+        try:
+            init()
+            return
+        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
+            if "timed out during startup" not in str(exc) or attempt == attempts:
+                raise
+            shutdown()
+
+
 def grade_ray(jobs: list[GradeJob], on_result: OnResult, address: str | None = None, gpus_per_task: float = 1,
               retries: int = 3, init_kwargs: dict | None = None, on_error: OnError | None = None,
               grade: Grade = grade_submission) -> None:
@@ -210,7 +227,7 @@ def grade_ray(jobs: list[GradeJob], on_result: OnResult, address: str | None = N
         kwargs.setdefault("log_to_driver", False)
         root = str(Path(__file__).resolve().parents[1])
         env = {"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}}
-        ray.init(address=address, runtime_env=env, **kwargs)
+        start_ray(lambda: ray.init(address=address, runtime_env=env, **kwargs), ray.shutdown)
         started = True
 
     @ray.remote(num_gpus=gpus_per_task, max_retries=retries, retry_exceptions=[InfraError])
