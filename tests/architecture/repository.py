@@ -145,8 +145,9 @@ class Repository:
             found = self.modules[module]
             if attr in found.defined or (module == "gemmlab" and attr in self.lazy_names):
                 return True      # an attribute of a class or value beyond this is not followed
-            if any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in found.tree.body) and i == 0:
-                return True      # a module that serves names on use (PEP 562) may have it
+            if module != "gemmlab" and i == 0 and any(
+                    isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in found.tree.body):
+                return True      # a module that serves names on use (PEP 562) may have it; gemmlab's are known
             return False
         return True
 

@@ -19,6 +19,7 @@ import pytest
 from tests.architecture.repository import FILE_SUFFIXES, MODULE_PATH, ROOT, Import, Repository
 
 TABLE = ROOT / "docs" / "may_import.toml"
+THIS_FILE = "tests/architecture/test_design_rules.py"
 #: Where module paths in strings are looked for.
 STRING_FOLDERS = ("gemmlab", "autograder", "pool", "classroom", "tools", "benchmarks", "tests")
 
@@ -161,6 +162,9 @@ def test_no_import_cycle_counting_lazy_imports(repo: Repository):
 def private_reaches(repo: Repository) -> list[tuple[str, str, str]]:
     """(file:line, private name, module it belongs to) for each use of another module's ``_name``."""
     found = []
+    imports_by_source: dict[str, list[Import]] = defaultdict(list)
+    for imp in repo.imports:
+        imports_by_source[imp.source].append(imp)
     for module in repo.modules.values():
         bound: dict[str, str] = {}          # local name -> repository module it stands for
         for node in ast.walk(module.tree):
@@ -170,7 +174,7 @@ def private_reaches(repo: Repository) -> list[tuple[str, str, str]]:
                     target = repo.canonical(alias.name if alias.asname else local)
                     if target:
                         bound[local] = target
-        for imp in (i for i in repo.imports if i.source == module.name):
+        for imp in imports_by_source[module.name]:
             for name in imp.names:
                 if name.startswith("_") and not name.startswith("__"):
                     found.append((imp.where(), name, imp.target))
@@ -248,6 +252,8 @@ def module_paths_in_strings(repo: Repository, allowed: set[tuple[str, str]]) -> 
     """
     broken = []
     for module, line, text in repo.strings(STRING_FOLDERS):
+        if module.file == THIS_FILE:
+            continue        # MINI_REPOSITORY below: a repository broken on purpose, as strings
         for match in MODULE_PATH.finditer(text):
             path = match.group(1)
             if path.rsplit(".", 1)[-1] in FILE_SUFFIXES:
@@ -259,7 +265,35 @@ def module_paths_in_strings(repo: Repository, allowed: set[tuple[str, str]]) -> 
                 continue
             if resolved is None or not repo.attribute_exists(*resolved):
                 broken.append((f"{module.file}:{line}", path))
+        broken += [(f"{module.file}:{line}", path) for path in names_code_imports(repo, text)]
     return sorted(set(broken))
+
+
+def names_code_imports(repo: Repository, text: str) -> list[str]:
+    """In a string that is Python source (code sent into a kernel), each ``from m import name`` and
+    ``__import__('m', fromlist=['name'])`` whose name is not defined in repository module ``m``."""
+    if "import" not in text:
+        return []
+    try:
+        tree = ast.parse(text.replace("{", "").replace("}", ""))   # an f-string's fields left out
+    except SyntaxError:
+        return []
+    wanted: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            wanted += [(node.module, alias.name) for alias in node.names if alias.name != "*"]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__" \
+                and node.args and isinstance(node.args[0], ast.Constant):
+            for keyword in node.keywords:
+                if keyword.arg == "fromlist" and isinstance(keyword.value, (ast.List, ast.Tuple)):
+                    wanted += [(node.args[0].value, item.value) for item in keyword.value.elts
+                               if isinstance(item, ast.Constant) and isinstance(item.value, str) and item.value]
+    missing = []
+    for module, name in wanted:
+        found = repo.canonical(module) if isinstance(module, str) else None
+        if found is not None and not repo.attribute_exists(found, [name]):
+            missing.append(f"{module}.{name}")
+    return missing
 
 
 def test_every_module_path_in_a_string_is_importable(repo: Repository, table: dict):
@@ -278,7 +312,8 @@ MINI_REPOSITORY = {
         "    from gemmlab.c import helper\n"                       # lazy
         "    return importlib.import_module('gemmlab.d'), helper\n"  # literal dynamic
         "SPAWN = ['python', '-m', 'gemmlab.nothing_here']\n"       # a module path that names nothing
-        "_secret = 1\n"),
+        "_secret = 1\n"
+        "BOOT = \"__import__('gemmlab.c', fromlist=['gone']).gone()\"\n"),          # code sent into a kernel
     "gemmlab/b.py": "def f():\n    return __import__('gemmlab.old')\n",   # old path, back to a: a cycle
     "gemmlab/c.py": "def helper():\n    pass\n",
     "gemmlab/d.py": "",
@@ -303,7 +338,8 @@ def test_the_checks_find_what_they_are_meant_to(tmp_path):
     reaches = {(where, name) for where, name, _ in private_reaches(mini)}
     assert reaches == {("tests/test_x.py:2", "_secret"), ("tests/test_x.py:4", "_secret"),
                        ("tests/test_x.py:5", "_secret")}
-    assert module_paths_in_strings(mini, set()) == [("gemmlab/a.py:6", "gemmlab.nothing_here")]
+    assert module_paths_in_strings(mini, set()) == [("gemmlab/a.py:6", "gemmlab.nothing_here"),
+                                                    ("gemmlab/a.py:8", "gemmlab.c.gone")]
     assert not MODULE_PATH.search("application/vnd.gemmlab.result+json")
     assert not MODULE_PATH.search("see gemmlab/judge/plain.py")
 
