@@ -5,12 +5,11 @@
 3. No module uses another module's ``_private`` name, tests included, except the short list of tests of a private
    helper in docs/may_import.toml.
 4. Every module path held in a string (``-m gemmlab.x``, code sent into a kernel, mock targets) names a module
-   that exists, and the name after it, if any, is defined there.
+   that exists, and the name after it, if any, is defined there; so does every name such code imports.
 """
 from __future__ import annotations
 
 import ast
-import re
 import tomllib
 from collections import defaultdict, deque
 
