@@ -309,8 +309,8 @@ def dsl_rows(arch: str, add) -> None:
 
 
 def warm_row(arch: str, repeats: int = 5) -> dict:
-    """Median wall and CPU time of a cache hit of the CuTe GEMM in gemmlab.compile_to (no Kernel built):
-    the CPU time shows what the hit costs where other jobs make the wall time wait."""
+    """Median wall and CPU time of a cache hit of the CuTe GEMM in gemmlab.compiling.compiler.compile_to (no Kernel
+    built): the CPU time shows what the hit costs where other jobs make the wall time wait."""
     walls, cpus = [], []
     for _ in range(repeats):
         start, cpu = time.perf_counter(), cpu_seconds()

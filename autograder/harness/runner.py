@@ -92,7 +92,7 @@ def scan(source: str, extra: list[tuple[str, str]] = ()) -> list[str]:
     return [why for pattern, why in [*SUSPICIOUS, *extra] if re.search(pattern, source)]
 
 
-def _cell_timeout(cell: nbformat.NotebookNode, limits: Limits, students: bool = False) -> float:
+def cell_timeout(cell: nbformat.NotebookNode, limits: Limits, students: bool = False) -> float:
     """A cell's time limit: the student's own code (``students``: answer cells, cells they added) gets
     ``answer_cell_s``, an instructor cell whose grade_id ends in _slow ``slow_cell_s``, any other ``cell_s``."""
     if students:
@@ -100,7 +100,7 @@ def _cell_timeout(cell: nbformat.NotebookNode, limits: Limits, students: bool = 
     return limits.slow_cell_s if grade_id(cell).endswith("_slow") else limits.cell_s
 
 
-def _partial_score(run: CellRun, points: float) -> float:
+def partial_score(run: CellRun, points: float) -> float:
     """nbgrader's partial credit: a test cell whose value is a number between 0 and its points. Read from the
     value the kernel sent (kept whether or not the notebook's outputs still are, so flooding outputs cannot hide
     a partial score) and only from a short text: a test in the student's kernel sends what it likes."""
@@ -277,8 +277,8 @@ class _NotebookGrader:
         return ""
 
     def _timeout(self, index: int, cell: nbformat.NotebookNode) -> float:
-        """This cell's time limit (:func:`_cell_timeout`): is it the student's own code?"""
-        return _cell_timeout(cell, self.limits, is_answer(cell) or self.built.is_students(index))
+        """This cell's time limit (:func:`cell_timeout`): is it the student's own code?"""
+        return cell_timeout(cell, self.limits, is_answer(cell) or self.built.is_students(index))
 
     def _bind(self) -> None:
         """Give the judge the student's current answers (after the student's kernel ran anything, or after
@@ -454,9 +454,9 @@ class _NotebookGrader:
                         status, message = "tampered", f"the notebook interfered with grading ({what}); 0 points"
                         self.events.append(f"{self.name}, {label}: {message}")
                     else:
-                        score = _partial_score(run, points)
+                        score = partial_score(run, points)
                 elif status == "passed":
-                    score = _partial_score(run, points)
+                    score = partial_score(run, points)
                 grades.append(CellResult(self.name, gid, points, score, status, message, round(run.seconds, 3),
                                          run.ename, withhold(run.evalue, self.hidden),
                                          tuple(for_feedback(run.outputs, self.hidden)), tuple(published),

@@ -32,7 +32,7 @@ __all__ = [
     "VALIDATING_ENV", "CheckFailed", "ExerciseNotDone", "GpuTestNotChecked", "Session",
     "arch", "ask", "ask_each", "ask_without", "available_options", "build_option", "built_options", "ceilings_or_illustration", "check_beta_zero", "check_misaligned", "check_padded",
     "function_done", "gemm_operands", "gpu_graded", "gpu_or_compile_only", "require_correct", "require_correct_nn", "require_refused",
-    "require_source_done", "setup", "show", "source_done", "unchecked_points", "unchecked_summary", "uses_pool",
+    "require_source_done", "setup", "show", "source_done", "start_fresh_tally", "unchecked_points", "unchecked_summary", "uses_pool",
 ]
 
 #: The arch kernels are compiled for when there is no GPU to ask (the course targets H100).
@@ -76,14 +76,20 @@ def arch() -> str:
     return current_arch() if has_gpu() else FALLBACK_ARCH
 
 
+def start_fresh_tally() -> None:
+    """A fresh run of the notebook starts a fresh tally of unchecked points and forgets why options did not
+    build (what ``setup()`` does first; tests call it to start each case so)."""
+    _UNCHECKED.clear()
+    _BUILDS.clear()
+
+
 def setup() -> Session:
     """The one call of a notebook's setup cell: silence warnings and say what this machine can do.
 
     Warnings are silenced because a library warning on stderr makes nbgrader score a graded cell 0.
     """
     warnings.filterwarnings("ignore")
-    _UNCHECKED.clear()     # a fresh run of the notebook starts a fresh tally of unchecked points
-    _BUILDS.clear()        # ... and forgets why options did not build
+    start_fresh_tally()
     session = Session(has_gpu(), arch())
     print(f"GPU usable: {session.gpu}; kernels compile for {session.arch}")
     return session

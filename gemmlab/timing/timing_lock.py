@@ -38,6 +38,15 @@ _held_ok = False  # whether the outermost block got the lock
 _shared_fds: tuple[int, int | None] | None = None  # (main, turn) while this process holds the lock shared
 
 
+def start_fresh() -> None:
+    """Forget this process's lock history (waits that ran out, nesting) as a new process starts with none: for a
+    process reused for unrelated work, such as a test runner between tests. Refused inside a held block."""
+    global _waited_s, _held, _held_ok, _shared_fds
+    if _held:
+        raise RuntimeError("start_fresh() inside a timing-lock block: leave the block first")
+    _waited_s, _held, _held_ok, _shared_fds = 0.0, 0, False, None
+
+
 def _wait_s() -> float:
     try:
         return max(0.0, float(os.environ.get(ENV_WAIT, DEFAULT_WAIT_S)))
@@ -193,4 +202,4 @@ def lock_file_for(gpu: str, folder: str | os.PathLike | None = None) -> str:
     return str(path)
 
 
-__all__ = ["compiling", "exclusive_timing", "lock_file_for", "shared_gpu_work", "waited_seconds"]
+__all__ = ["compiling", "exclusive_timing", "lock_file_for", "shared_gpu_work", "start_fresh", "waited_seconds"]

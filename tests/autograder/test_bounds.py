@@ -20,7 +20,7 @@ from autograder.course import MAX_JSON_DEPTH, Course, read_hand_in  # noqa: E402
 from autograder.harness.assemble import assemble, grade_id  # noqa: E402
 from autograder.harness.inkernel import MAX_PROBLEMS, parse_probe  # noqa: E402
 from autograder.harness.kernel import CellRun  # noqa: E402
-from autograder.harness.runner import MAX_SCORE_CHARS, _partial_score  # noqa: E402
+from autograder.harness.runner import MAX_SCORE_CHARS, partial_score  # noqa: E402
 from autograder.harness.store import ResultStore, gradebook_scores  # noqa: E402
 from autograder.harness.wellformed import MAX_CELLS, MAX_ID_CHARS, clean_notebook, clean_outputs  # noqa: E402
 from autograder.records import CellResult, SubmissionResult, writable  # noqa: E402
@@ -105,7 +105,7 @@ def test_characters_no_file_can_hold_become_the_replacement_character() -> None:
 @pytest.mark.parametrize("text, score", [("1.5", 1.5), ("10**400", 3.0), ("1" + "0" * 400, 3.0), ("nan", 3.0),
                                          ("(" * 50 + "1" + ")" * 50, 3.0), ("-1", 3.0), (None, 3.0)])
 def test_a_partial_score_is_read_only_from_a_short_number(text, score) -> None:
-    assert _partial_score(CellRun("ok", result_text=text), 3.0) == score
+    assert partial_score(CellRun("ok", result_text=text), 3.0) == score
     assert MAX_SCORE_CHARS < 100
 
 

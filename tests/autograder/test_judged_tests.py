@@ -90,19 +90,19 @@ def test_a_judged_test_of_a_dsl_answer_runs_in_the_judge_with_launches_recorded(
     """Routing: a test that uses a CuTe DSL answer runs in the student's kernel, unless the instructor marked it
     ``judged``; then it runs in the judge, which records and replays the launches it makes (GPU tests of this:
     tests/gemmlab/judge/test_gpu_dsl_replay.py and benchmarks/grading.py --only one)."""
-    from tests.support.grading_fixtures import _cell
+    from tests.support.grading_fixtures import nbgrader_cell
     from nbformat.v4 import new_notebook
 
     answer = ("import cutlass.cute as cute\n@cute.jit\ndef dsl_part(x: int):\n    pass\n"
               "def launcher():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n")
     where = ("import gemmlab.judge.answers as _a\nassert launcher() == 1\n"
              "print('WHERE', _a.in_judge(), _a.recording_launches())\n")
-    cells = [_cell("code", "import torch\nimport gemmlab", "setup", locked=True),
-             _cell("code", answer, "dsl", solution=True),
-             _cell("code", where + "assert not _a.in_judge()", "test_in_student", grade=True, locked=True, points=1),
-             _cell("code", where + "assert _a.in_judge() and _a.recording_launches()", "test_judged", grade=True,
+    cells = [nbgrader_cell("code", "import torch\nimport gemmlab", "setup", locked=True),
+             nbgrader_cell("code", answer, "dsl", solution=True),
+             nbgrader_cell("code", where + "assert not _a.in_judge()", "test_in_student", grade=True, locked=True, points=1),
+             nbgrader_cell("code", where + "assert _a.in_judge() and _a.recording_launches()", "test_judged", grade=True,
                    locked=True, points=1),
-             _cell("code", where + "assert _a.in_judge() and not _a.recording_launches()", "test_plain", grade=True,
+             nbgrader_cell("code", where + "assert _a.in_judge() and not _a.recording_launches()", "test_plain", grade=True,
                    locked=True, points=1)]
     cells[3].metadata["gemmlab"] = {"judged": True}
     cells[4].source = "assert True\n" + cells[4].source.replace("launcher() == 1", "True")  # uses no DSL answer

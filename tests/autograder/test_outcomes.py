@@ -322,7 +322,7 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(graded_class
     full = results["perfect"]["max_score"]
     gpu_points = next(c["points"] for c in results["perfect"]["cells"] if c["grade_id"] == GPU_TEST)
     cells = source["cells"]
-    last_answer = gf._answer_index({"cells": cells[::-1]})
+    last_answer = gf.answer_index({"cells": cells[::-1]})
     lost = next(c["metadata"]["nbgrader"]["points"] for c in cells[len(cells) - last_answer:]
                 if c["metadata"].get("nbgrader", {}).get("grade"))     # the test after the answer that is a number
     for student in ("perfect", *gf.MALFORMED_GRADED):
@@ -337,7 +337,7 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(graded_class
     assert any("cell 2 is not a cell (a string)" in e for e in results["string_cell"]["events"])
     assert any("nbformat 5" in e for e in results["nbformat5"]["events"])
     hang = next(e for e in results["added_cell_hangs"]["events"] if "time limit" in e)
-    added = gf._answer_index(solved) + 2
+    added = gf.answer_index(solved) + 2
     assert f"{name}, your cell {added}:" in hang and "time limit of 20 s" in hang, hang   # the student's own cell's limit
     for student in files:
         assert (root / "autograder" / "feedback" / student / A / "feedback.html").exists(), student

@@ -72,10 +72,10 @@ def test_the_students_own_cells_get_the_answer_cell_limit() -> None:
     cells keep ``cell_s``, and those whose grade_id ends in _slow ``slow_cell_s``."""
     import nbformat
 
-    from autograder.harness.runner import _cell_timeout
+    from autograder.harness.runner import cell_timeout
 
     lim = Limits(cell_s=100, slow_cell_s=500, answer_cell_s=30)
     cell = lambda gid: nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": gid}})  # noqa: E731
-    assert _cell_timeout(cell("setup"), lim) == 100 and _cell_timeout(cell("test_gemm_slow"), lim) == 500
-    assert _cell_timeout(cell("answer_slow"), lim, students=True) == 30
+    assert cell_timeout(cell("setup"), lim) == 100 and cell_timeout(cell("test_gemm_slow"), lim) == 500
+    assert cell_timeout(cell("answer_slow"), lim, students=True) == 30
     assert Limits().answer_cell_s == 60 and Limits().with_overrides(answer_cell_s=5).answer_cell_s == 5.0

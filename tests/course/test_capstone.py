@@ -28,7 +28,8 @@ NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 RELEASE = ROOT / "course" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 
 
-def _by_id(path: Path = NOTEBOOK) -> dict:
+def cells_by_id(path: Path = NOTEBOOK) -> dict:
+    """The capstone notebook's cells by nbgrader grade_id (also used by test_gpu_capstone.py)."""
     nb = nbformat.read(path, as_version=4)
     return {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
 
@@ -36,13 +37,13 @@ def _by_id(path: Path = NOTEBOOK) -> dict:
 # ------------------------------------------------------------------ the notebook itself
 
 def test_graded_cells_points_and_leaderboard_names_match_the_notebook() -> None:
-    cells = _by_id()
+    cells = cells_by_id()
     points = {gid: c.metadata["nbgrader"].get("points") for gid, c in cells.items()
               if gid and c.metadata["nbgrader"].get("grade")}
     assert points == {lb.BUILD_CELL: 1, lb.CORRECT_CELL: 6, lb.SPEED_CELL: 3}
     assert lb.PREFIX.strip() in cells[lb.SPEED_CELL].source
     assert "BEGIN HIDDEN TESTS" in cells[lb.CORRECT_CELL].source
-    release = _by_id(RELEASE)
+    release = cells_by_id(RELEASE)
     assert "raise NotImplementedError()" in release["capstone"].source
     assert "capstone_jit" not in release["capstone"].source, "the release must not contain the solution kernel"
 
@@ -170,7 +171,7 @@ def _namespace(fake_gemmlab, gpu: bool, monkeypatch: pytest.MonkeyPatch, submiss
             D.copy_(A)  # never called: the fake check and bench do not run it
 
         ns.update(capstone_gemm=capstone_gemm, capstone_compile=lambda arch: ["a kernel the build test never reads"])
-    cells = _by_id()
+    cells = cells_by_id()
     exec(cells["test_helpers"].source, ns)
     exec(cells["scoring"].source.split("for _ratios")[0], ns)
     return ns
@@ -196,11 +197,11 @@ def _fake_gemmlab(ratios: dict, passed: bool = True, benched: list | None = None
     return types.SimpleNamespace(check_gemm=check_gemm, bench_gemm=bench_gemm, GemmlabError=GemmlabError)
 
 
-def _run_speed_cell(ns: dict) -> tuple[str, object]:
+def run_speed_cell(ns: dict) -> tuple[str, object]:
     """Run the graded speed cell like IPython: its last expression is the cell's value."""
     import ast
 
-    source = _by_id()[lb.SPEED_CELL].source
+    source = cells_by_id()[lb.SPEED_CELL].source
     tree = ast.parse(source)
     last = tree.body.pop()
     assert isinstance(last, ast.Expr), "the speed cell must end with its points as an expression"
@@ -216,7 +217,7 @@ def test_speed_cell_points_follow_the_documented_scale_and_the_record_parses(r40
     ratios = {(4096, "float16"): r4096, (4096, "bfloat16"): r4096 * 0.98,
               (8192, "float16"): r8192, (8192, "bfloat16"): r8192 * 0.97}
     ns = _namespace(_fake_gemmlab(ratios), gpu=True, monkeypatch=monkeypatch)
-    text, points = _run_speed_cell(ns)
+    text, points = run_speed_cell(ns)
     score = math.exp(sum(math.log(v) for v in ratios.values()) / 4)
     assert points == ns["speed_points"](score), "graded cell and section 2's scale disagree"
     cell = {"outputs": [{"output_type": "stream", "name": "stdout", "text": text},
@@ -242,7 +243,7 @@ def test_speed_cell_times_the_shapes_and_inputs_drawn_from_the_graders_secret(mo
     ratios = {(4096, "float16"): 0.95, (4096, "bfloat16"): 0.93, (8192, "float16"): 1.01, (8192, "bfloat16"): 0.99}
     benched: list = []
     ns = _namespace(_fake_gemmlab(ratios, benched=benched), gpu=True, monkeypatch=monkeypatch)
-    text, points = _run_speed_cell(ns)
+    text, points = run_speed_cell(ns)
     assert benched == [(r.shape, r.dtype, r.seed) for r in drawn]
     record = lb.parse_record({"outputs": [{"output_type": "stream", "name": "stdout", "text": text}]})
     assert [(run["shape"], run["nominal"]) for run in record["runs"]] == [(list(r.shape), r.nominal) for r in drawn]
@@ -250,7 +251,7 @@ def test_speed_cell_times_the_shapes_and_inputs_drawn_from_the_graders_secret(mo
     assert points == ns["speed_points"](math.exp(sum(map(math.log, ratios.values())) / 4))
     benched.clear()
     monkeypatch.delenv(SECRET_ENV)
-    _run_speed_cell(_namespace(_fake_gemmlab(ratios, benched=benched), gpu=True, monkeypatch=monkeypatch))
+    run_speed_cell(_namespace(_fake_gemmlab(ratios, benched=benched), gpu=True, monkeypatch=monkeypatch))
     assert benched == [((n,) * 3, d, None) for n in (4096, 8192) for d in ("float16", "bfloat16")]   # a student's run
 
 
@@ -298,10 +299,10 @@ def test_the_build_test_refuses_a_kernel_that_is_not_a_gemm(what: str, tmp_path:
     ns["capstone_compile"] = lambda arch: [kernel]
     assert ns["gemm_kernel_problems"](kernel)
     with pytest.raises(AssertionError, match="none of the kernels capstone_compile returned is a GEMM kernel"):
-        exec(_by_id()[lb.BUILD_CELL].source, dict(ns))
+        exec(cells_by_id()[lb.BUILD_CELL].source, dict(ns))
     ns["capstone_compile"] = lambda arch: ["not a kernel", kernel]
     with pytest.raises(AssertionError, match="not a compiled kernel"):
-        exec(_by_id()[lb.BUILD_CELL].source, dict(ns))
+        exec(cells_by_id()[lb.BUILD_CELL].source, dict(ns))
 
 
 def test_the_build_test_takes_any_real_gemm_kernel(tmp_path: Path, monkeypatch) -> None:
@@ -316,11 +317,11 @@ def test_the_build_test_takes_any_real_gemm_kernel(tmp_path: Path, monkeypatch) 
     solution = solution_cells.load_namespace(ASSIGNMENT, ["kernel:capstone"])["capstone_compile"]("sm_90a")
     assert [ns["gemm_kernel_problems"](k) for k in solution] == [[]] * 2
     ns["capstone_compile"] = lambda arch: [copy, simt]
-    exec(_by_id()[lb.BUILD_CELL].source, dict(ns))
+    exec(cells_by_id()[lb.BUILD_CELL].source, dict(ns))
 
 def test_speed_cell_without_gpu_passes_with_no_value_and_no_record(monkeypatch) -> None:
     ns = _namespace(_fake_gemmlab({}), gpu=False, monkeypatch=monkeypatch)
-    text, points = _run_speed_cell(ns)
+    text, points = run_speed_cell(ns)
     assert points is None and lb.PREFIX not in text and "without a GPU" in text
 
 
@@ -328,14 +329,14 @@ def test_graded_cells_fail_on_the_untouched_release(monkeypatch) -> None:
     ns = _namespace(_fake_gemmlab({}), gpu=False, monkeypatch=monkeypatch, submission=False)
     for gid in (lb.BUILD_CELL, lb.CORRECT_CELL, lb.SPEED_CELL):
         with pytest.raises(AssertionError, match="capstone_gemm is not defined"):
-            exec(_by_id()[gid].source, dict(ns))
+            exec(cells_by_id()[gid].source, dict(ns))
 
 
 def test_speed_cell_refuses_a_fast_wrong_kernel(monkeypatch) -> None:
     ratios = {(n, d): 1.2 for n in (4096, 8192) for d in ("float16", "bfloat16")}
     ns = _namespace(_fake_gemmlab(ratios, passed=False), gpu=True, monkeypatch=monkeypatch)
     with pytest.raises(AssertionError, match=r"fresh random shapes\) is wrong on some shapes"):
-        _run_speed_cell(ns)
+        run_speed_cell(ns)
 
 
 # ------------------------------------------------------------------ the leaderboard

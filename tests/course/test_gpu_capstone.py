@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import solution_cells  # noqa: E402
-from tests.course.test_capstone import _by_id, _run_speed_cell  # noqa: E402
+from tests.course.test_capstone import cells_by_id, run_speed_cell  # noqa: E402
 
 from autograder import leaderboard as lb  # noqa: E402
 
@@ -98,13 +98,13 @@ def _graded_namespace(ns: dict) -> dict:
     exec("import json, math, random, re, time\nimport torch", g)
     g.update(gemmlab=gemmlab, nbh=nbh, GPU=True, ARCH=nbh.arch(), capstone_gemm=ns["capstone_gemm"],
              capstone_compile=ns["capstone_compile"], CAPSTONE_DESCRIPTION=ns["CAPSTONE_DESCRIPTION"])
-    exec(_by_id()["test_helpers"].source, g)
+    exec(cells_by_id()["test_helpers"].source, g)
     return g
 
 
 @pytest.mark.timing
 def test_speed_cell_records_and_the_solution_earns_full_speed_points(ns: dict) -> None:
-    text, points = _run_speed_cell(_graded_namespace(ns))
+    text, points = run_speed_cell(_graded_namespace(ns))
     print("\n" + text)
     record = lb.parse_record({"outputs": [{"output_type": "stream", "name": "stdout", "text": text}]})
     assert record is not None, f"no record line in the speed cell's output:\n{text}"

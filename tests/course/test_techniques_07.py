@@ -182,23 +182,23 @@ def test_exercise_8_wrong_k_loops_fail(why: str) -> None:
 
 def test_exercise_8_waiting_on_empty_or_always_on_full_0_fails() -> None:
     """The cases the PTX event list could not tell apart: which barrier is waited on."""
-    from tests.course.test_wrong_answers_07 import _loop
+    from tests.course.test_wrong_answers_07 import kloop_answer
 
-    on_empty = _checked((("hopper_bw_kloop", answer("hopper_bw_kloop", _loop().replace(
+    on_empty = _checked((("hopper_bw_kloop", answer("hopper_bw_kloop", kloop_answer().replace(
         "cute.arch.mbarrier_wait(full + s,", "cute.arch.mbarrier_wait(empty + s,"))),))
     assert "the barrier that frees a slot for the producer" in on_empty["ring_waits"], on_empty
-    on_full0 = _checked((("hopper_bw_kloop", answer("hopper_bw_kloop", _loop().replace(
+    on_full0 = _checked((("hopper_bw_kloop", answer("hopper_bw_kloop", kloop_answer().replace(
         "cute.arch.mbarrier_wait(full + s,", "cute.arch.mbarrier_wait(full,"))),))
     assert "the barrier of another slot" in on_full0["ring_waits"], on_full0
 
 
 def test_exercise_8_two_slots_hard_coded_fails_with_three_stages() -> None:
-    from tests.course.test_wrong_answers_07 import _loop
+    from tests.course.test_wrong_answers_07 import kloop_answer
 
     src = S.source("07_hopper", "kernel:hopper_bw_gemm")   # only to be sure the cell is there
     assert "BW_STAGES" in src
-    three = answer("hopper_bw_kloop", _loop(slot="t % 2", parity="(t // 2) % 2")).replace("BW_STAGES = 2", "BW_STAGES = 3")
-    right = answer("hopper_bw_kloop", _loop()).replace("BW_STAGES = 2", "BW_STAGES = 3")
+    three = answer("hopper_bw_kloop", kloop_answer(slot="t % 2", parity="(t // 2) % 2")).replace("BW_STAGES = 2", "BW_STAGES = 3")
+    right = answer("hopper_bw_kloop", kloop_answer()).replace("BW_STAGES = 2", "BW_STAGES = 3")
     assert _checked((("hopper_bw_kloop", right),)) == {}
     failed = _checked((("hopper_bw_kloop", three),))
     assert "ring_waits" in failed, failed

@@ -346,28 +346,29 @@ ELECTED = "    with cute.arch.elect_one():\n        tcgen05.commit(empty + s)"
 ACC = "with cute.arch.elect_one():\n    tcgen05.commit(acc_full)"
 
 
-def _loop(slot="t % BW_STAGES", parity="(t // BW_STAGES) % 2", inner="", commit=ELECTED, after=ACC) -> str:
+def kloop_answer(slot="t % BW_STAGES", parity="(t // BW_STAGES) % 2", inner="", commit=ELECTED, after=ACC) -> str:
+    """07's Blackwell k-loop answer with one part changed (also used by test_techniques_07.py)."""
     return LOOP.format(slot=slot, parity=parity, inner=inner, commit=commit, after=after)
 
 
 KLOOP_WRONG = {
-    "no commit releases the slot": _loop(commit=""),
-    "parity never changes": _loop(parity="0"),
-    "parity of t, not of the round": _loop(parity="t % 2"),
-    "producer's parity": _loop(parity="((t // BW_STAGES) % 2) ^ 1"),
-    "two slots hard-coded": _loop(slot="t % 2", parity="(t // 2) % 2"),
-    "a commit per MMA": _loop(inner="        with cute.arch.elect_one():\n            tcgen05.commit(empty + s)\n",
+    "no commit releases the slot": kloop_answer(commit=""),
+    "parity never changes": kloop_answer(parity="0"),
+    "parity of t, not of the round": kloop_answer(parity="t % 2"),
+    "producer's parity": kloop_answer(parity="((t // BW_STAGES) % 2) ^ 1"),
+    "two slots hard-coded": kloop_answer(slot="t % 2", parity="(t // 2) % 2"),
+    "a commit per MMA": kloop_answer(inner="        with cute.arch.elect_one():\n            tcgen05.commit(empty + s)\n",
                               commit=""),
-    "commit by all 32 threads": _loop(commit="    tcgen05.commit(empty + s)"),
-    "acc_full never committed": _loop(after=""),
-    "waits on empty[s] (a deadlock)": _loop().replace("mbarrier_wait(full + s", "mbarrier_wait(empty + s"),
-    "always waits on full[0]": _loop().replace("mbarrier_wait(full + s", "mbarrier_wait(full"),
-    "commits to full[s]": _loop(commit="    with cute.arch.elect_one():\n        tcgen05.commit(full + s)"),
-    "acc_full committed every k-tile": _loop(commit=ELECTED + "\n    with cute.arch.elect_one():\n"
+    "commit by all 32 threads": kloop_answer(commit="    tcgen05.commit(empty + s)"),
+    "acc_full never committed": kloop_answer(after=""),
+    "waits on empty[s] (a deadlock)": kloop_answer().replace("mbarrier_wait(full + s", "mbarrier_wait(empty + s"),
+    "always waits on full[0]": kloop_answer().replace("mbarrier_wait(full + s", "mbarrier_wait(full"),
+    "commits to full[s]": kloop_answer(commit="    with cute.arch.elect_one():\n        tcgen05.commit(full + s)"),
+    "acc_full committed every k-tile": kloop_answer(commit=ELECTED + "\n    with cute.arch.elect_one():\n"
                                                      "        tcgen05.commit(acc_full)", after=""),
-    "ACCUMULATE off at every k-tile's start": _loop().replace("t > 0 or kb > 0", "kb > 0"),
-    "every k-tile reads slot 0": _loop().replace(", kb, s]", ", kb, 0]"),
-    "every MMA on k-block 0": _loop().replace("[None, None, kb, s]", "[None, None, 0, s]"),
+    "ACCUMULATE off at every k-tile's start": kloop_answer().replace("t > 0 or kb > 0", "kb > 0"),
+    "every k-tile reads slot 0": kloop_answer().replace(", kb, s]", ", kb, 0]"),
+    "every MMA on k-block 0": kloop_answer().replace("[None, None, kb, s]", "[None, None, 0, s]"),
 }
 TMEM_ALLOC = "cute.arch.alloc_tmem(BW_TMEM_COLS, tmem_addr)"
 TMEM_LOOP = """for i in cutlass.range_constexpr(cute.size(tTt, mode=[2])):
@@ -464,7 +465,7 @@ def test_tile_wrong_answers_fail(why: str) -> None:
 
 def test_the_wrong_answers_templates_pass_unchanged() -> None:
     # the wrong answers above are edits of these templates: unedited, they must pass every Blackwell test
-    replace = {"hopper_bw_kloop": answer("hopper_bw_kloop", _loop()),
+    replace = {"hopper_bw_kloop": answer("hopper_bw_kloop", kloop_answer()),
                "hopper_bw_tmem": answer("hopper_bw_tmem", TMEM_ALLOC, TMEM_LOOP, TMEM_FREE),
                "hopper_bw_tile": answer("hopper_bw_tile", TILE)}
     assert _blackwell_fails(replace, ("test_bw_tile", "test_bw_kloop", "test_bw_tmem")) == []

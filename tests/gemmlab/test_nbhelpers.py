@@ -76,7 +76,7 @@ def test_built_options_names_what_built_and_fails_like_an_assert_when_nothing_di
     def cpp() -> None:
         pass
 
-    monkeypatch.setattr(nbh, "_BUILDS", {})
+    nbh.start_fresh_tally()
     assert nbh.available_options(None, None) == {}
     assert nbh.built_options("a GEMM kernel", cpp, None) == {"C++ (option A)": cpp}
     with pytest.raises(AssertionError, match="Neither option built a GEMM kernel") as err:
@@ -101,7 +101,7 @@ def test_a_test_that_finds_no_option_built_says_why_each_did_not(monkeypatch, ca
     def cta_dsl() -> None:
         pass
 
-    monkeypatch.setattr(nbh, "_BUILDS", {})
+    nbh.start_fresh_tally()
     nbh.build_option("A", cta_cpp, build=lambda: 1 / 0, todo="CTA_CPP")
 
     def broken() -> None:
@@ -145,7 +145,7 @@ def test_a_not_checked_test_says_truly_whether_the_class_pool_can_run_it(monkeyp
     unchecked test, and the summary, say so only of those."""
     monkeypatch.setattr(nbh, "has_gpu", lambda: False)
     monkeypatch.setattr(nbh, "uses_pool", lambda: False)
-    monkeypatch.setattr(nbh, "_UNCHECKED", {})
+    nbh.start_fresh_tally()
     assert not nbh.gpu_graded(4, "the copy kernel test", pool=True)
     out = capsys.readouterr().out
     assert "this test runs there: call `gemmlab.connect(url, token)`" in out and "cannot run it" not in out
@@ -156,7 +156,7 @@ def test_a_not_checked_test_says_truly_whether_the_class_pool_can_run_it(monkeyp
     summary = capsys.readouterr().out
     assert "1 of them (4 points) can run on your class's GPU pool" in summary
     assert "The others (the fault demo's test) launch kernels themselves" in summary
-    monkeypatch.setattr(nbh, "_UNCHECKED", {})
+    nbh.start_fresh_tally()
     nbh.gpu_graded(4, "the copy kernel test", pool=True)
     nbh.unchecked_summary(4)
     assert "All of them can run on your class's GPU pool" in capsys.readouterr().out
@@ -170,7 +170,7 @@ def test_a_not_checked_test_says_truly_whether_the_class_pool_can_run_it(monkeyp
 def test_a_test_for_one_gpu_family_is_not_checked_on_another_gpu_or_on_the_pool(monkeypatch, capsys) -> None:
     """07's Blackwell run test (``arch="sm_100"``) on a Hopper: not checked, counted, and the message says which GPU
     grades it; with no GPU the class's pool (Hoppers) is not offered for it."""
-    monkeypatch.setattr(nbh, "_UNCHECKED", {})
+    nbh.start_fresh_tally()
     monkeypatch.setattr(nbh, "has_gpu", lambda: True)
     monkeypatch.setattr(nbh, "current_arch", lambda: "sm_90a")
     assert nbh.gpu_graded(3, "the Hopper run")

@@ -26,9 +26,10 @@ print("done", time.monotonic(), flush=True)
 
 
 @pytest.fixture(autouse=True)
-def _fresh_process_state(monkeypatch):
-    monkeypatch.setattr(timing_lock, "_waited_s", 0.0)
-    monkeypatch.setattr(timing_lock, "_held", 0)
+def _fresh_process_state():
+    timing_lock.start_fresh()
+    yield
+    timing_lock.start_fresh()
 
 
 @pytest.fixture

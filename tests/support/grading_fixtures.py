@@ -17,7 +17,8 @@ HIDDEN_MARKER = "HIDDEN-MARKER-7f3a"
 POINTS = {"test_square": 2, "test_gemm": 3, "test_cube": 1}
 
 
-def _cell(kind, source, gid, *, grade=False, solution=False, locked=False, points=None, tags=None):
+def nbgrader_cell(kind, source, gid, *, grade=False, solution=False, locked=False, points=None, tags=None):
+    """A notebook cell with nbgrader's metadata (``kind``: "code" or "markdown"), as an instructor's notebook has it."""
     cell = new_code_cell(source) if kind == "code" else new_markdown_cell(source)
     meta = {"grade": grade, "grade_id": gid, "locked": locked, "schema_version": 3, "solution": solution,
             "task": False}
@@ -40,22 +41,22 @@ PYTHON_GEMM_BODY = ("    a, b = A.tolist(), B.tolist()\n"
 
 def source_notebook() -> nbformat.NotebookNode:
     cells = [
-        _cell("markdown", "# Tiny\nA three-exercise assignment for the grader's tests.", "md_intro", locked=True),
-        _cell("code", "import os, sys, warnings\nwarnings.filterwarnings('ignore')\nimport torch\nimport gemmlab",
+        nbgrader_cell("markdown", "# Tiny\nA three-exercise assignment for the grader's tests.", "md_intro", locked=True),
+        nbgrader_cell("code", "import os, sys, warnings\nwarnings.filterwarnings('ignore')\nimport torch\nimport gemmlab",
               "setup", locked=True),
-        _cell("code", "def square(x):\n    ### BEGIN SOLUTION\n    return x * x\n    ### END SOLUTION", "square",
+        nbgrader_cell("code", "def square(x):\n    ### BEGIN SOLUTION\n    return x * x\n    ### END SOLUTION", "square",
               solution=True),
-        _cell("code", "assert square(3) == 9, 'square(3) should be 9'\n### BEGIN HIDDEN TESTS\n"
+        nbgrader_cell("code", "assert square(3) == 9, 'square(3) should be 9'\n### BEGIN HIDDEN TESTS\n"
                       f"assert square(-4) == 16, '{HIDDEN_MARKER}'\n### END HIDDEN TESTS", "test_square",
               grade=True, locked=True, points=POINTS["test_square"]),
-        _cell("code", "def my_gemm(A, B, D):\n    ### BEGIN SOLUTION\n" + PYTHON_GEMM_BODY + "\n    ### END SOLUTION",
+        nbgrader_cell("code", "def my_gemm(A, B, D):\n    ### BEGIN SOLUTION\n" + PYTHON_GEMM_BODY + "\n    ### END SOLUTION",
               "gemm", solution=True),
-        _cell("code", "result = gemmlab.check_gemm(my_gemm, device='cpu', dtype=torch.bfloat16,\n"
+        nbgrader_cell("code", "result = gemmlab.check_gemm(my_gemm, device='cpu', dtype=torch.bfloat16,\n"
                       "                          shapes=[(8, 8, 8), (5, 7, 3)])\nresult.raise_if_failed()",
               "test_gemm", grade=True, locked=True, points=POINTS["test_gemm"]),
-        _cell("code", "def cube(x):\n    ### BEGIN SOLUTION\n    return x * x * x\n    ### END SOLUTION", "cube",
+        nbgrader_cell("code", "def cube(x):\n    ### BEGIN SOLUTION\n    return x * x * x\n    ### END SOLUTION", "cube",
               solution=True),
-        _cell("code", "assert cube(2) == 8\n### BEGIN HIDDEN TESTS\n"
+        nbgrader_cell("code", "assert cube(2) == 8\n### BEGIN HIDDEN TESTS\n"
                       f"assert cube(-3) == -27, '{HIDDEN_MARKER}'\n### END HIDDEN TESTS", "test_cube",
               grade=True, locked=True, points=POINTS["test_cube"]),
     ]
@@ -149,7 +150,7 @@ def submission(release: nbformat.NotebookNode, kind: str, paths: list[str] | Non
         for c in tests:
             c.metadata["nbgrader"]["grade_id"] = c.metadata["nbgrader"]["grade_id"] + "_x"
             c.source = "pass"
-        nb.cells.append(_cell("code", "pass", "test_square", grade=True, locked=True, points=2))
+        nb.cells.append(nbgrader_cell("code", "pass", "test_square", grade=True, locked=True, points=2))
     return nb
 
 
@@ -179,12 +180,12 @@ def gpu_source_notebook() -> nbformat.NotebookNode:
            "__half* D, int M, int N, int K) {\n    // ### BEGIN SOLUTION\n" + GPU_KERNELS["honest"] +
            "\n    // ### END SOLUTION\n}\n'''\n" + GPU_LAUNCHER)
     cells = [
-        _cell("code", "import warnings\nwarnings.filterwarnings('ignore')\nimport torch\nimport gemmlab", "setup",
+        nbgrader_cell("code", "import warnings\nwarnings.filterwarnings('ignore')\nimport torch\nimport gemmlab", "setup",
               locked=True),
-        _cell("code", src, "gemm", solution=True),
-        _cell("code", "gemmlab.check_gemm(my_gemm, shapes=[(64, 64, 64), (33, 17, 9)], timeout_s=20).raise_if_failed()",
+        nbgrader_cell("code", src, "gemm", solution=True),
+        nbgrader_cell("code", "gemmlab.check_gemm(my_gemm, shapes=[(64, 64, 64), (33, 17, 9)], timeout_s=20).raise_if_failed()",
               "test_gemm_slow", grade=True, locked=True, points=3),
-        _cell("code", "assert torch.ones(1024, device='cuda').sum().item() == 1024", "test_gpu_still_works",
+        nbgrader_cell("code", "assert torch.ones(1024, device='cuda').sum().item() == 1024", "test_gpu_still_works",
               grade=True, locked=True, points=1),
     ]
     nb = new_notebook(cells=cells)
@@ -270,7 +271,8 @@ def dumps_big_ints(value: object) -> str:
         sys.set_int_max_str_digits(before)
 
 
-def _answer_index(nb: dict) -> int:
+def answer_index(nb: dict) -> int:
+    """The index of a notebook's first answer (nbgrader solution) cell."""
     return next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
 
 
@@ -283,17 +285,17 @@ def _with(nb: dict, change) -> str:
 #: Malformed hand-ins, each made from a solved notebook: kind -> file text. Graded as far as they
 #: can be (MALFORMED_GRADED) or refused with a reason (MALFORMED_REFUSED: kind -> words of the reason).
 MALFORMED = {
-    "number_source": lambda nb: _with(nb, lambda n: n["cells"][-1 - _answer_index({"cells": n["cells"][::-1]})]
+    "number_source": lambda nb: _with(nb, lambda n: n["cells"][-1 - answer_index({"cells": n["cells"][::-1]})]
                                       .update(source=5)),                      # the last answer cell
     "string_cell": lambda nb: _with(nb, lambda n: n["cells"].insert(1, "print('a cell that is a string')")),
     "nbformat5": lambda nb: _with(nb, lambda n: n.update(nbformat=5, nbformat_minor=0)),
-    "publish_number": lambda nb: _with(nb, lambda n: n["cells"].insert(_answer_index(n) + 1, {
+    "publish_number": lambda nb: _with(nb, lambda n: n["cells"].insert(answer_index(n) + 1, {
         "cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
         "source": "from IPython.display import publish_display_data; publish_display_data({'text/plain': 5})"})),
     "bad_nbgrader_metadata": lambda nb: _with(nb, lambda n: n["cells"].insert(1, {
         "cell_type": "code", "metadata": {"nbgrader": {"grade_id": ["x"], "grade": "yes", "points": "many"}},
         "source": "x = 1"})),
-    "added_cell_hangs": lambda nb: _with(nb, lambda n: n["cells"].insert(_answer_index(n) + 1, {
+    "added_cell_hangs": lambda nb: _with(nb, lambda n: n["cells"].insert(answer_index(n) + 1, {
         "cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": "while True:\n    pass"})),
     "corrupt_json": lambda nb: json.dumps(nb)[:-40],
     "json_list": lambda nb: json.dumps([nb]),

@@ -38,18 +38,20 @@ def test_simple_gemm_matches_torch_at_odd_sizes() -> None:
 def test_simple_gemm_passes_check_gemm_with_one_compile_per_signature() -> None:
     gemm = dsl.gemm_fn(simple_gemm.gemm)
     compiles = []
-    original = core._compile_variant
+    original = core.get_variant
 
     def counting(*args, **kwargs):
-        compiles.append(args[2])  # the signature
-        return original(*args, **kwargs)
+        variant, cached = original(*args, **kwargs)
+        if not cached:
+            compiles.append(args[3])  # the signature of a compile
+        return variant, cached
 
-    core._compile_variant = counting
+    core.get_variant = counting
     try:
         dsl.clear_cache()
         result = gemmlab.check_gemm(gemm)
     finally:
-        core._compile_variant = original
+        core.get_variant = original
     print(result)
     result.raise_if_failed()
     shapes = len(result.rows)

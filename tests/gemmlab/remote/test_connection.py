@@ -220,7 +220,7 @@ def test_a_notebook_test_whose_gpu_work_is_checks_and_timings_runs_on_the_pool(
     connection, or for a test that launches kernels itself, its points are counted as not checked."""
     from gemmlab.notebook import nbhelpers as nbh
 
-    monkeypatch.setattr(nbh, "_UNCHECKED", {})
+    nbh.start_fresh_tally()
     assert not nbh.gpu_graded(2, "rung 1's correctness test", pool=True)          # not connected
     assert nbh.unchecked_points() == {"rung 1's correctness test": 2}
     gemmlab.connect(pool.url, "good")

@@ -195,28 +195,42 @@ def test_kernel_object_without_gpu(no_gpu):
         assert "add1" in k.sass()
 
 
-def test_error_translation_without_a_driver(monkeypatch):
-    from cuda.bindings import driver
+#: Run in a fresh interpreter: a lost context is remembered for the whole process, so it must not outlive the test.
+ERROR_TRANSLATION = """
+from cuda.bindings import driver
 
-    from gemmlab.errors import ContextLostError, KernelError
-    from gemmlab.running import faults
+from gemmlab.errors import ContextLostError, KernelError
+from gemmlab.running import faults
 
-    monkeypatch.setattr(faults, "_lost", None)  # restored after the test
-    plain = faults.error_for(driver.CUresult.CUDA_ERROR_INVALID_VALUE, "kernel 'k'")
-    assert type(plain) is KernelError and "CUDA_ERROR_INVALID_VALUE" in str(plain)
-    assert faults.lost_reason() is None
-    # a student's own Python error passes through untouched
-    other = RuntimeError("mat1 and mat2 shapes cannot be multiplied")
-    assert faults.translate(other, "the GEMM") is other
-    lost = faults.translate(
-        RuntimeError("CUDA error: an illegal memory access was encountered\nCompile with TORCH_USE_CUDA_DSA"),
-        "the GEMM at M×N×K=16×16×16")
-    assert isinstance(lost, ContextLostError)
-    text = str(lost)
-    assert text.startswith("the GEMM at M×N×K=16×16×16 failed: CUDA error: an illegal memory access")
-    assert "CUDA context is now lost" in text and "Kernel → Restart" in text and "compute-sanitizer" in text
-    # from now on every GPU entry point fails fast instead of hanging or crashing
-    with pytest.raises(ContextLostError, match="an earlier kernel failed"):
-        faults.raise_if_lost()
-    sticky = faults.error_for(driver.CUresult.CUDA_ERROR_MISALIGNED_ADDRESS, "kernel 'gemm'")
-    assert isinstance(sticky, ContextLostError) and "kernel 'gemm' failed: a misaligned address" in str(sticky)
+plain = faults.error_for(driver.CUresult.CUDA_ERROR_INVALID_VALUE, "kernel 'k'")
+assert type(plain) is KernelError and "CUDA_ERROR_INVALID_VALUE" in str(plain)
+assert faults.lost_reason() is None
+# a student's own Python error passes through untouched
+other = RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+assert faults.translate(other, "the GEMM") is other
+lost = faults.translate(
+    RuntimeError("CUDA error: an illegal memory access was encountered\\nCompile with TORCH_USE_CUDA_DSA"),
+    "the GEMM at M×N×K=16×16×16")
+assert isinstance(lost, ContextLostError)
+text = str(lost)
+assert text.startswith("the GEMM at M×N×K=16×16×16 failed: CUDA error: an illegal memory access"), text
+assert "CUDA context is now lost" in text and "Kernel → Restart" in text and "compute-sanitizer" in text
+# from now on every GPU entry point fails fast instead of hanging or crashing
+try:
+    faults.raise_if_lost()
+except ContextLostError as exc:
+    assert "an earlier kernel failed" in str(exc), exc
+else:
+    raise AssertionError("raise_if_lost passed after a lost context")
+sticky = faults.error_for(driver.CUresult.CUDA_ERROR_MISALIGNED_ADDRESS, "kernel 'gemm'")
+assert isinstance(sticky, ContextLostError) and "kernel 'gemm' failed: a misaligned address" in str(sticky)
+print("translated")
+"""
+
+
+def test_error_translation_without_a_driver():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", ERROR_TRANSLATION], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "translated", done.stderr[-3000:]
