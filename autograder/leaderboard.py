@@ -49,6 +49,8 @@ from pathlib import Path
 
 from gemmlab.timing.speed_of_light import faster_than_light, known_rates
 
+from .cell_metadata import grade_id
+
 ASSIGNMENT = "09_capstone"
 PREFIX = "GEMMLAB-CAPSTONE-RECORD "
 SPEED_CELL = "test_capstone_speed_slow"
@@ -104,10 +106,6 @@ def _range(intervals: list) -> tuple[float, float] | None:
 # ----------------------------------------------------------------------------- reading notebooks
 def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value or "")
-
-
-def _grade_id(cell: dict) -> str:
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
 
 
 def _error(cell: dict) -> str | None:
@@ -228,7 +226,7 @@ def entry_from_notebook(student: str, path: Path) -> Entry:
     """Read one autograded capstone notebook."""
     try:
         nb = json.loads(Path(path).read_text())
-        cells = {_grade_id(c): c for c in nb.get("cells", []) if _grade_id(c)}
+        cells = {grade_id(c): c for c in nb.get("cells", []) if grade_id(c)}
     except (OSError, ValueError, AttributeError) as exc:
         return Entry(student, "failed", f"unreadable autograded notebook ({type(exc).__name__})")
     speed, correct_cell = cells.get(SPEED_CELL), cells.get(CORRECT_CELL)

@@ -30,7 +30,7 @@ from typing import Any
 from gemmlab.seeing.figures import figure_img_tag, figure_png, png_img_tag
 
 from ..records import CellResult, PublishedResult, SubmissionResult
-from .assemble import grade_id
+from ..cell_metadata import grade_id
 from .outputs import for_feedback, reached_by_hidden_tests, visible_messages
 
 #: The grader's colour and word for each verdict.

@@ -17,7 +17,8 @@ import pytest
 pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
 from autograder import autograde, cli  # noqa: E402
 from autograder.course import MAX_JSON_DEPTH, Course, read_hand_in  # noqa: E402
-from autograder.harness.assemble import assemble, grade_id  # noqa: E402
+from autograder.cell_metadata import grade_id  # noqa: E402
+from autograder.harness.assemble import assemble  # noqa: E402
 from autograder.harness.inkernel import MAX_PROBLEMS, parse_probe  # noqa: E402
 from autograder.harness.kernel import CellRun  # noqa: E402
 from autograder.harness.runner import MAX_SCORE_CHARS, _partial_score  # noqa: E402

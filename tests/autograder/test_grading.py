@@ -23,7 +23,8 @@ from tests.support import ROOT
 pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
 from tests.support import grading_fixtures as gf  # noqa: E402
 from autograder.harness import sandbox as sb  # noqa: E402
-from autograder.harness.assemble import assemble, grade_id  # noqa: E402
+from autograder.cell_metadata import grade_id  # noqa: E402
+from autograder.harness.assemble import assemble  # noqa: E402
 
 # CI sets GEMMLAB_CI=1 (.ci/run): there a missing sandbox fails these tests instead of skipping them.
 needs_bwrap = pytest.mark.skipif(bool(sb.check_bwrap()) and os.environ.get("GEMMLAB_CI") != "1",

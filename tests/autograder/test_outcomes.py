@@ -24,7 +24,7 @@ pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelho
 from tests.support import course_gradings as cg  # noqa: E402
 from tests.support import grading_fixtures as gf  # noqa: E402
 from autograder.harness import sandbox as sb  # noqa: E402
-from autograder.harness.assemble import needs_gpu  # noqa: E402
+from autograder.cell_metadata import needs_gpu  # noqa: E402
 from autograder.harness.wellformed import clean_notebook, clean_outputs  # noqa: E402
 import mark_gpu_cells  # noqa: E402
 
@@ -421,6 +421,6 @@ def test_marking_a_judged_test_needs_a_graded_cell() -> None:
     with pytest.raises(mark_gpu_cells.MarkError, match="no graded cell no_such_test to judge"):
         mark_gpu_cells.marked(source, (), A, None, ("no_such_test",))
     marked = mark_gpu_cells.marked(source, (GPU_TEST,), A, None, (GPU_TEST,))
-    from autograder.harness.assemble import judged_launches
+    from autograder.cell_metadata import judged_launches
 
     assert [c["metadata"]["nbgrader"]["grade_id"] for c in marked["cells"] if judged_launches(c)] == [GPU_TEST]

@@ -48,7 +48,7 @@ def test_scan_flags_answers_that_call_a_library_twin_of_the_exercise() -> None:
     """An answer may call a library twin of what it was asked to write: the grader cannot tell a call
     from a copy, so the instructor is shown it (docs/THREAT_MODEL.md, Limits). The patterns live on
     the instructor's answer cells, so each notebook flags its own twins."""
-    from autograder.harness.assemble import answer_flags
+    from autograder.cell_metadata import answer_flags
     from autograder.harness.runner import scan
 
     def cells(name: str) -> dict:
