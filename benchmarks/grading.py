@@ -43,7 +43,7 @@ from autograder import schedule  # noqa: E402
 from autograder.cell_metadata import grade_id, is_answer, is_graded  # noqa: E402
 from autograder.console import table  # noqa: E402
 from autograder.course import Course  # noqa: E402
-from autograder.harness.store import gradebook_scores  # noqa: E402
+from autograder.reports.store import gradebook_scores  # noqa: E402
 from autograder.records import GradeJob, Limits, SubmissionResult  # noqa: E402
 from gemmlab.errors import GemmlabError  # noqa: E402
 from gemmlab.timing.spread import LEVEL  # noqa: E402

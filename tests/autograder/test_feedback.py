@@ -20,7 +20,7 @@ import pytest
 from tests.support import ROOT
 
 pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
-from autograder.harness import feedback  # noqa: E402
+from autograder.reports import feedback  # noqa: E402
 from autograder.harness.outputs import (  # noqa: E402
     HIDDEN_BEGIN, HIDDEN_END, LEFT_OUT_HTML, LEFT_OUT_IMAGE, reached_by_hidden_tests, reencode_image,
     visible_messages)

@@ -352,7 +352,7 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(graded_class
     proc = _cli("--course", str(root), "autograde", A, "--workers", "2")
     assert proc.returncode == 1 and "unchanged attempts reused" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    from autograder.harness.store import gradebook_scores
+    from autograder.reports.store import gradebook_scores
 
     scores = gradebook_scores(f"sqlite:///{root / 'autograder' / 'gradebook.db'}", A)
     assert {s: scores[s][0] for s in results} == {s: r["score"] for s, r in results.items()}, "gradebook = results"

@@ -21,7 +21,7 @@ from tests.support.kernel_resources import assert_no_spills
 import solution_cells  # noqa: E402
 from tests.support.timeline_marks import marks_in, without_marks
 
-from autograder import leaderboard as lb  # noqa: E402
+from autograder.reports import leaderboard as lb  # noqa: E402
 
 ASSIGNMENT = "09_capstone"
 NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"

@@ -25,10 +25,10 @@ highs, which holds S whenever each run's interval holds its ratio (docs/TIMING.m
 entry whose S range overlaps the one ranked just above it is marked "within noise of" that
 student: the order of the two is not settled by this measurement.
 
-    python -m autograder.leaderboard                          # markdown table of this course
-    python -m autograder.leaderboard --format csv
-    python -m autograder.leaderboard --out leaderboard/       # leaderboard.md, .csv and .png
-    python autograder/leaderboard.py --course DIR --autograded DIR/autograder/autograded
+    python -m autograder.reports.leaderboard                          # markdown table of this course
+    python -m autograder.reports.leaderboard --format csv
+    python -m autograder.reports.leaderboard --out leaderboard/       # leaderboard.md, .csv and .png
+    python -m autograder.reports.leaderboard --course DIR --autograded DIR/autograder/autograded
 
 Works with notebooks autograded by ``python -m autograder`` and by plain ``nbgrader autograde``
 (both keep cell outputs). Under ``python -m autograder`` the speed test runs in the grader's judge,
@@ -49,7 +49,7 @@ from pathlib import Path
 
 from gemmlab.timing.speed_of_light import faster_than_light, known_rates
 
-from .cell_metadata import grade_id
+from ..cell_metadata import grade_id
 
 ASSIGNMENT = "09_capstone"
 PREFIX = "GEMMLAB-CAPSTONE-RECORD "
@@ -445,7 +445,7 @@ def chart(entries: list[Entry], path: Path, title: str = "Capstone leaderboard")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder.leaderboard", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m autograder.reports.leaderboard", description=__doc__.splitlines()[0])
     p.add_argument("--course", type=Path, default=Path(__file__).resolve().parent.parent,
                    help="course root (default: this repository)")
     p.add_argument("--assignment", default=ASSIGNMENT)
