@@ -22,6 +22,7 @@ import solution_cells  # noqa: E402
 from tests.support.timeline_marks import marks_in, without_marks
 
 from autograder.reports import leaderboard as lb  # noqa: E402
+from gemmlab.dtypes import dtype_name  # noqa: E402
 
 ASSIGNMENT = "09_capstone"
 NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -183,7 +184,7 @@ def _fake_gemmlab(ratios: dict, passed: bool = True, benched: list | None = None
         return types.SimpleNamespace(passed=passed, __str__=lambda self: "table")
 
     def bench_gemm(fn, shape, dtype, label="", seed=None):
-        name = str(dtype).replace("torch.", "")
+        name = dtype_name(dtype)
         if benched is not None:
             benched.append((tuple(shape), name, seed))
         r = ratios[(lb.nominal_size({"shape": list(shape)}), name)]
