@@ -23,6 +23,7 @@ from tests.support.timeline_marks import marks_in, without_marks
 
 from autograder.reports import leaderboard as lb  # noqa: E402
 from gemmlab.dtypes import dtype_name  # noqa: E402
+from autograder.cell_metadata import grade_id  # noqa: E402
 
 ASSIGNMENT = "09_capstone"
 NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -31,7 +32,7 @@ RELEASE = ROOT / "course" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 
 def _by_id(path: Path = NOTEBOOK) -> dict:
     nb = nbformat.read(path, as_version=4)
-    return {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    return {grade_id(c): c for c in nb.cells}
 
 
 # ------------------------------------------------------------------ the notebook itself
@@ -362,7 +363,7 @@ def _autograded(folder: Path, student: str, outputs: dict[str, list]) -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            gid = grade_id(cell)
             cell.outputs = [nbformat.from_dict(o) for o in outputs.get(gid, [])]
     dest = folder / "autograder" / "autograded" / student / ASSIGNMENT
     dest.mkdir(parents=True)
