@@ -86,8 +86,8 @@ def cmd_feedback(course: Course, args: argparse.Namespace) -> int:
 
 
 def cmd_export(course: Course, args: argparse.Namespace) -> int:
-    if getattr(args, "format", "csv") != "csv":   # an LMS's gradebook import file (autograder/lms_export.py)
-        from . import lms_export
+    if getattr(args, "format", "csv") != "csv":   # an LMS's gradebook import file (reports/lms_export.py)
+        from .reports import lms_export
 
         scores = [s for s in lms_export.gradebook_scores(course.db_url)
                   if not args.student or s.student in args.student]
@@ -149,7 +149,7 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--out", default="grades.csv")
     q.add_argument("--student", action="append", help="only this student (repeatable)")
     q.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv",
-                   help="canvas/moodle: the LMS's gradebook import file (autograder/lms_export.py)")
+                   help="canvas/moodle: the LMS's gradebook import file (autograder/reports/lms_export.py)")
     q.add_argument("--people", type=Path, help="Hub name -> LMS identity (classroom writes it from LTI launches)")
     q = sub.add_parser("grade", help="collect (with --from), autograde, feedback and export in one go")
     q.add_argument("assignment")

@@ -25,7 +25,7 @@ from gemmlab.errors import GemmlabError
 from gemmlab.judge.plain import json_depth
 
 from . import handin_files
-from .harness import feedback, store
+from .reports import feedback, store
 from .records import GradeJob, Limits, NotebookParts, SubmissionResult
 
 #: Deepest JSON nesting a hand-in may have (a notebook nests a few levels; outputs and metadata a few more).
@@ -98,7 +98,7 @@ class Course:
         return {name: read_hand_in(folder / name, refused.get(name, "")) for name in self.notebooks(assignment)}
 
     def attempt(self, assignment: str, student: str) -> str:
-        """The digest of the student's current hand-in (:func:`autograder.harness.store.attempt_id`)."""
+        """The digest of the student's current hand-in (:func:`autograder.reports.store.attempt_id`)."""
         return _attempt(self.handed_in(assignment, student))
 
     def job(self, assignment: str, student: str, limits: Limits, sandbox: bool) -> GradeJob:

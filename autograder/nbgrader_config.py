@@ -11,12 +11,17 @@ nbgrader_config.py file found". The course root is the repository root:
 """
 import os
 import secrets
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+if str(ROOT) not in sys.path:   # nbgrader run from a checkout: gemmlab and autograder are not installed
+    sys.path.append(str(ROOT))
+
+from autograder.cell_metadata import grade_id  # noqa: E402
 
 c.CourseDirectory.course_id = "gemmlab"
 c.CourseDirectory.root = str(ROOT)
@@ -41,8 +46,7 @@ SLOW_CELL_TIMEOUT_S = 600
 
 def cell_timeout(cell) -> int:
     """Seconds autograde lets ``cell`` run: long only for cells the course marked slow."""
-    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-    return SLOW_CELL_TIMEOUT_S if grade_id.endswith("_slow") else DEFAULT_CELL_TIMEOUT_S
+    return SLOW_CELL_TIMEOUT_S if grade_id(cell).endswith("_slow") else DEFAULT_CELL_TIMEOUT_S
 
 
 def _headless_autograde_preprocessors() -> list:
@@ -52,13 +56,7 @@ def _headless_autograde_preprocessors() -> list:
     from nbgrader.converters.autograde import Autograde
     from nbgrader.preprocessors import Execute
 
-    try:
-        from gemmlab.notebook.headless import NoOutputWidgetMirroring
-    except ImportError:  # nbgrader run from a checkout where gemmlab is not installed
-        import sys
-
-        sys.path.insert(0, str(ROOT))
-        from gemmlab.notebook.headless import NoOutputWidgetMirroring
+    from gemmlab.notebook.headless import NoOutputWidgetMirroring
 
     class HeadlessExecute(NoOutputWidgetMirroring, Execute):
         pass

@@ -90,7 +90,7 @@ class NotebookParts:
 class GradeJob:
     """Grade every notebook of one (student, assignment) hand-in on one GPU.
 
-    ``attempt`` is a digest of the hand-in (:func:`autograder.harness.store.attempt_id`);
+    ``attempt`` is a digest of the hand-in (:func:`autograder.reports.store.attempt_id`);
     ``gpu`` and ``worker`` are filled in by the scheduler that runs the job."""
 
     student: str

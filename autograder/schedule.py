@@ -27,7 +27,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
-from .harness.assemble import notebook_needs_gpu
+from .cell_metadata import notebook_needs_gpu
 from .harness.runner import InfraError, grade_submission
 from .records import GradeJob, SubmissionResult
 

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import solutions  # noqa: E402  (benchmarks/solutions.py: loading the solution kernels)
+from autograder.cell_metadata import kernel_tag  # noqa: E402
 
 
 class AblationError(LookupError):
@@ -140,19 +141,19 @@ def variant_source(kernel: str, ablation: Ablation | None) -> str:
     """The kernel's cell with the ablation's edits applied (the cell itself for None)."""
     import solution_cells
 
-    source = solution_cells.cell_source(solutions.assignment_of(kernel), f"kernel:{kernel}")
+    source = solution_cells.cell_source(solutions.assignment_of(kernel), kernel_tag(kernel))
     for old, new in (ablation.edits if ablation else ()):
         if source.count(old) != 1:
             raise AblationError(
                 f"ablation {ablation.label!r} of {kernel}: the text to edit occurs {source.count(old)} times in the "
-                f"cell tagged kernel:{kernel} (expected once); the cell changed, update ABLATIONS:\n{old}")
+                f"cell tagged {kernel_tag(kernel)} (expected once); the cell changed, update ABLATIONS:\n{old}")
         source = source.replace(old, new)
     return source
 
 
 def load(kernel: str, ablation: Ablation | None) -> tuple[Callable, dict]:
     """(gemm function, namespace) of the kernel's cell, with the ablation applied."""
-    sources = {f"kernel:{kernel}": variant_source(kernel, ablation)}
+    sources = {kernel_tag(kernel): variant_source(kernel, ablation)}
     return solutions.load_kernel(solutions.assignment_of(kernel), kernel, sources=sources)
 
 

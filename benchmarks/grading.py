@@ -40,9 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autograder import schedule  # noqa: E402
+from autograder.cell_metadata import grade_id, is_answer, is_graded  # noqa: E402
 from autograder.console import table  # noqa: E402
 from autograder.course import Course  # noqa: E402
-from autograder.harness.store import gradebook_scores  # noqa: E402
+from autograder.reports.store import gradebook_scores  # noqa: E402
 from autograder.records import GradeJob, Limits, SubmissionResult  # noqa: E402
 from gemmlab.errors import GemmlabError  # noqa: E402
 from gemmlab.timing.spread import LEVEL  # noqa: E402
@@ -90,9 +91,8 @@ def _hostile(nb: dict, kind: str) -> dict:
     """A hostile variant of a solutions notebook (first answer cell or the test cells changed)."""
     nb = copy.deepcopy(nb)
     cells = nb["cells"]
-    meta = lambda c: c.get("metadata", {}).get("nbgrader", {})  # noqa: E731
-    answers = [c for c in cells if meta(c).get("solution") and c["cell_type"] == "code"]
-    tests = [c for c in cells if meta(c).get("grade") and not meta(c).get("solution")]
+    answers = [c for c in cells if is_answer(c) and c["cell_type"] == "code"]
+    tests = [c for c in cells if is_graded(c) and not is_answer(c)]
     src = lambda c: "".join(c["source"]) if isinstance(c["source"], list) else c["source"]  # noqa: E731
     if kind == "edit_tests":
         for c in tests:
@@ -107,13 +107,12 @@ def _hostile(nb: dict, kind: str) -> dict:
 
 def _handed_in(c: Course, a: str, name: str) -> dict:
     """The student release with the solutions' answers filled in: what a perfect student hands in."""
-    gid = lambda cell: cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")  # noqa: E731
-    answers = {gid(cell): cell["source"] for cell in json.loads((c.source / a / name).read_text())["cells"]
-               if cell.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    answers = {grade_id(cell): cell["source"] for cell in json.loads((c.source / a / name).read_text())["cells"]
+               if is_answer(cell) and grade_id(cell)}
     nb = json.loads(c.release_notebook(a, name).read_text())
     for cell in nb["cells"]:
-        if gid(cell) in answers:
-            cell["source"] = answers[gid(cell)]
+        if grade_id(cell) in answers:
+            cell["source"] = answers[grade_id(cell)]
     return nb
 
 
@@ -195,7 +194,7 @@ def bench_one(args, limits) -> None:
         for name in c.notebooks(a):
             nb = _handed_in(c, a, name)
             for cell in nb["cells"]:
-                if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "capstone":
+                if grade_id(cell) == "capstone":
                     src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
                     cell["source"] = src + ELEMENTWISE_CAPSTONE
             folder = c.submitted / "elementwise" / a

@@ -64,6 +64,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
+from autograder.cell_metadata import KERNEL_TAG, kernel_tag, tags  # noqa: E402
+
 #: (assignment, kernel name): the cell tag is ``kernel:<name>``, the GEMM function ``<name>``.
 KERNELS = [
     ("05_global_gemm", "gemm05_cpp"),
@@ -435,12 +437,12 @@ def tags_for(assignment: str, name: str) -> list[str]:
     import solution_cells
 
     nb = nbformat.read(solution_cells.notebook_path(assignment), as_version=4)
-    others = {f"kernel:{n}" for _, n in KERNELS if n != name and n not in VARIANTS}
-    tags = [t for c in nb.cells if c.cell_type == "code" for t in c.get("metadata", {}).get("tags", [])
-            if t.startswith("kernel:") and t not in others]
-    if f"kernel:{name}" not in tags:
-        raise solution_cells.SolutionCellError(f"{assignment}: no code cell tagged 'kernel:{name}'")
-    return list(dict.fromkeys(tags))
+    others = {kernel_tag(n) for _, n in KERNELS if n != name and n not in VARIANTS}
+    wanted = [t for c in nb.cells if c.cell_type == "code" for t in tags(c)
+              if t.startswith(KERNEL_TAG) and t not in others]
+    if kernel_tag(name) not in wanted:
+        raise solution_cells.SolutionCellError(f"{assignment}: no code cell tagged {kernel_tag(name)!r}")
+    return list(dict.fromkeys(wanted))
 
 
 def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = None,
@@ -453,7 +455,7 @@ def load_kernel(assignment: str, name: str, overrides: dict[str, int] | None = N
     alias = name
     name, settings = VARIANTS.get(name, (name, {}))
     if alias in ATTEMPTS:
-        tag = f"kernel:{name}"
+        tag = kernel_tag(name)
         code = (Path(__file__).resolve().parent / ATTEMPTS[alias]).read_text()
         sources = {**(sources or {}), tag: solution_cells.cell_source(assignment, tag) + "\n\n" + code}
     try:

@@ -112,7 +112,7 @@ class AgsClient:
 
 
 def send_grades(where: ClassDir, assignment: str, scores: list[Any]) -> list[str]:
-    """Post ``scores`` (autograder.lms_export.Score of ``assignment``) to every course that launched the class
+    """Post ``scores`` (autograder.reports.lms_export.Score of ``assignment``) to every course that launched the class
     with AGS; returns one line per course. Students without a launch (no LTI ``sub``) are named, not sent."""
     settings = where.load()
     courses_file = where.root / "lti_ags.json"

@@ -2,7 +2,7 @@
 
 collect (classroom/exchange.py) -> autograde and feedback (``python -m autograder`` on the class's
 course: sandboxed, judged) -> feedback released to each student's exchange folder -> the gradebook
-exported for Canvas and Moodle (autograder/lms_export.py) into ``<class>/grades/`` -> scores sent
+exported for Canvas and Moodle (autograder/reports/lms_export.py) into ``<class>/grades/`` -> scores sent
 through LTI AGS where the LMS offers it (classroom/ags.py). Every step runs whatever happened
 before it; the exit status is non-zero when any step was incomplete.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from autograder import cli as grader_cli
-from autograder import lms_export
+from autograder.reports import lms_export
 
 from .ags import AgsError, send_grades
 from .exchange import collect, course, release_feedback

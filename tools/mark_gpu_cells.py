@@ -2,7 +2,7 @@
 
 The grader reads ``metadata.gemmlab.needs_gpu = true`` from the instructor's source notebook
 (``solutions/``), which no hand-in can change, and gives such a test its points only when the
-worker that ran it has a GPU (``autograder.harness.assemble.needs_gpu``); elsewhere it is "not
+worker that ran it has a GPU (``autograder.cell_metadata.needs_gpu``); elsewhere it is "not
 graded: needs a GPU". Marking by list, not by reading the code: a test hides its kernel checks
 inside ``if GPU:`` or falls back to compile-only checks, and would pass on a CPU grader.
 
@@ -20,12 +20,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:   # run as a script: tools/ is on the path, the repository is not
+    sys.path.append(str(ROOT))
+
+from autograder.cell_metadata import (DISPLAY_ONLY, GEMMLAB, JUDGE_ONLY, JUDGED, NEEDS_ARCH,  # noqa: E402
+                                      NEEDS_GPU, grade_id, is_graded)
+
 SOLUTIONS = ROOT / "solutions"
-META, KEY = "gemmlab", "needs_gpu"   # the grader's convention: autograder.harness.assemble.NEEDS_GPU
-ARCH_KEY = "needs_arch"              # autograder.harness.assemble.NEEDS_ARCH
-JUDGED_KEY = "judged"                # autograder.harness.assemble.JUDGED
-JUDGE_ONLY_KEY = "judge_only"        # autograder.harness.assemble.JUDGE_ONLY
-DISPLAY_ONLY_KEY = "display_only"    # autograder.harness.assemble.DISPLAY_ONLY
 
 #: Per notebook, the graded cells whose points need the kernel to run on a GPU (correctness and speed).
 #: Not listed: layout, index and machine-code-only tests, 07's sm_100a compile tests (test_bw_tile, test_bw_kloop,
@@ -105,10 +106,6 @@ class MarkError(RuntimeError):
     """The list and the notebook disagree; the message names the notebook and the grade_id."""
 
 
-def _grade_id(cell: dict) -> str:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-
-
 def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str] | None = None,
            judged: tuple[str, ...] = (), judge_only: tuple[str, ...] = (), display_only: tuple[str, ...] = ()) -> dict:
     """``nb`` with ``needs_gpu`` set on exactly the graded cells in ``wanted``, ``needs_arch`` on those
@@ -117,11 +114,11 @@ def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str]
     arches = arches or {}
     if stray := [g for g in arches if g not in wanted]:
         raise MarkError(f"{where}: {', '.join(stray)} need an architecture but are not GPU tests: update tools/mark_gpu_cells.py")
-    found = {_grade_id(c): c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    found = {grade_id(c): c for c in nb["cells"] if is_graded(c)}
     if stray := [g for g in judged if g not in found]:
         raise MarkError(f"{where}: no graded cell {', '.join(stray)} to judge: update JUDGED_TESTS in "
                         "tools/mark_gpu_cells.py")
-    others = {_grade_id(c): c for c in nb["cells"] if _grade_id(c) and _grade_id(c) not in found}
+    others = {grade_id(c): c for c in nb["cells"] if grade_id(c) and grade_id(c) not in found}
     if stray := [g for g in judge_only if g not in others]:
         raise MarkError(f"{where}: no ungraded instructor cell {', '.join(stray)} to run in the judge alone: update "
                         "JUDGE_ONLY_CELLS in tools/mark_gpu_cells.py")
@@ -132,19 +129,19 @@ def marked(nb: dict, wanted: tuple[str, ...], where: str, arches: dict[str, str]
         raise MarkError(f"{where}: no graded cell {', '.join(missing)}: update GPU_TESTS in tools/mark_gpu_cells.py")
     for cell in nb["cells"]:
         meta = cell.setdefault("metadata", {})
-        mine = found.get(_grade_id(cell)) is cell
-        other = others.get(_grade_id(cell)) is cell
-        for key, value, ours in ((KEY, True if _grade_id(cell) in wanted else None, mine),
-                                 (ARCH_KEY, arches.get(_grade_id(cell)), mine),
-                                 (JUDGED_KEY, True if _grade_id(cell) in judged else None, mine),
-                                 (JUDGE_ONLY_KEY, True if _grade_id(cell) in judge_only else None, other),
-                                 (DISPLAY_ONLY_KEY, True if _grade_id(cell) in display_only else None, other)):
+        mine = found.get(grade_id(cell)) is cell
+        other = others.get(grade_id(cell)) is cell
+        for key, value, ours in ((NEEDS_GPU, True if grade_id(cell) in wanted else None, mine),
+                                 (NEEDS_ARCH, arches.get(grade_id(cell)), mine),
+                                 (JUDGED, True if grade_id(cell) in judged else None, mine),
+                                 (JUDGE_ONLY, True if grade_id(cell) in judge_only else None, other),
+                                 (DISPLAY_ONLY, True if grade_id(cell) in display_only else None, other)):
             if ours and value is not None:
-                meta.setdefault(META, {})[key] = value
-            elif key in meta.get(META, {}):
-                del meta[META][key]
-        if META in meta and not meta[META]:
-            del meta[META]
+                meta.setdefault(GEMMLAB, {})[key] = value
+            elif key in meta.get(GEMMLAB, {}):
+                del meta[GEMMLAB][key]
+        if GEMMLAB in meta and not meta[GEMMLAB]:
+            del meta[GEMMLAB]
     return nb
 
 

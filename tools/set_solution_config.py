@@ -25,6 +25,9 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.append(str(ROOT))
+
+from autograder.cell_metadata import kernel_tag  # noqa: E402
 
 CONFIG_LINE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]*_CONFIG) = dict\((?P<body>.*)\)(?P<tail>\s*(#.*)?)$", re.M)
 
@@ -95,7 +98,7 @@ def apply(kernel: str, changes: dict[str, int]) -> Path:
     assignment = assignment_of(kernel)
     path = solution_cells.notebook_path(assignment)
     try:
-        indices = solution_cells.cell_indices(assignment, f"kernel:{kernel}")
+        indices = solution_cells.cell_indices(assignment, kernel_tag(kernel))
     except solution_cells.SolutionCellError as err:
         raise ConfigEditError(str(err)) from None
     nb = nbformat.read(path, as_version=4)

@@ -25,9 +25,12 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:   # imported with tools/ on the path, the repository not
+    sys.path.append(str(ROOT))
+
+from autograder.cell_metadata import KERNEL_PART_TAG, KERNEL_TAG, tags  # noqa: E402
+
 SOLUTIONS = ROOT / "solutions"
-KERNEL = "kernel:"
-PART = "kernel-part:"
 
 
 class SolutionCellError(LookupError):
@@ -43,7 +46,7 @@ def notebook_path(assignment: str) -> Path:
 
 
 def _tags(cell) -> list[str]:
-    return cell.get("metadata", {}).get("tags", []) if cell.cell_type == "code" else []
+    return tags(cell) if cell.cell_type == "code" else []
 
 
 def cell_indices(assignment: str, tag: str) -> list[int]:
@@ -59,9 +62,9 @@ def cell_indices(assignment: str, tag: str) -> list[int]:
         where = f"cells {hits}" if hits else "no cell"
         raise SolutionCellError(
             f"{path.relative_to(ROOT)}: expected exactly one code cell tagged {tag!r}, found {where}")
-    if not tag.startswith(KERNEL):
+    if not tag.startswith(KERNEL_TAG):
         return hits
-    part = PART + tag[len(KERNEL):]
+    part = KERNEL_PART_TAG + tag[len(KERNEL_TAG):]
     return sorted(hits + [i for i, c in enumerate(nb.cells) if part in _tags(c)])
 
 

@@ -15,8 +15,9 @@ extra cell), and solutions never leak in (answer cells come from the student or 
 Every difference from the release in a locked cell is reported by grade_id, and every cell that
 runs has a label for reports: its grade_id, or "your cell N" (its number in the student's notebook).
 
-Which graded cells need a GPU is the instructor's source metadata (``metadata.gemmlab.needs_gpu``,
-written by ``tools/mark_gpu_cells.py``), which no hand-in can change: test cells come from the source.
+Which graded cells need a GPU is the instructor's source metadata (``metadata.gemmlab.needs_gpu``, see
+:mod:`autograder.cell_metadata`; written by ``tools/mark_gpu_cells.py``), which no hand-in can change: test
+cells come from the source.
 """
 from __future__ import annotations
 
@@ -26,96 +27,7 @@ from dataclasses import dataclass, field
 import nbformat
 from nbgrader.utils import compute_checksum
 
-
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
-
-
-def grade_id(cell) -> str:
-    return _meta(cell).get("grade_id", "")
-
-
-def is_answer(cell) -> bool:
-    return bool(_meta(cell).get("solution")) and not _meta(cell).get("locked")
-
-
-def is_graded(cell) -> bool:
-    return bool(_meta(cell).get("grade"))
-
-
-#: Cell metadata key (``metadata[GEMMLAB_META][NEEDS_GPU] = true``) marking a test that needs a GPU.
-GEMMLAB_META, NEEDS_GPU = "gemmlab", "needs_gpu"
-
-
-def needs_gpu(cell) -> bool:
-    """Whether the instructor marked this cell as a test that is graded only on a GPU."""
-    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
-    return isinstance(meta, dict) and meta.get(NEEDS_GPU) is True
-
-
-#: Cell metadata key (``metadata[GEMMLAB_META][JUDGED] = true``): a test of CuTe DSL kernels that only launches
-#: the student's functions, so it runs in the judge (each launch recorded in the student's kernel and replayed).
-JUDGED = "judged"
-
-
-def judged_launches(cell) -> bool:
-    """Whether the instructor marked this test as one the judge runs although it uses CuTe DSL answers."""
-    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
-    return isinstance(meta, dict) and meta.get(JUDGED) is True
-
-
-#: Cell metadata key (``metadata[GEMMLAB_META][NEEDS_ARCH] = "sm_90"``): a GPU test that needs that GPU family.
-NEEDS_ARCH = "needs_arch"
-
-#: Cell metadata key (``metadata[GEMMLAB_META][JUDGE_ONLY] = true``): in a notebook with judged tests, an instructor
-#: cell that runs in the judge alone, as nothing the student's kernel runs later reads what it defines (05 compiles
-#: its C++ variants there: the student's kernel would compile them for nothing).
-JUDGE_ONLY = "judge_only"
-
-
-def judge_only(cell) -> bool:
-    """Whether the instructor marked this (non-test) cell to run in the judge alone when graded."""
-    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
-    return isinstance(meta, dict) and meta.get(JUDGE_ONLY) is True
-
-
-#: Cell metadata key (``metadata[GEMMLAB_META][DISPLAY_ONLY] = true``): an instructor cell that only shows something
-#: (a timing table, an ncu measurement, a demo of a deadlock): the grader runs it in neither kernel, as no grade can
-#: depend on it and it costs a worker GPU and CPU time (07's deadlock demo holds the GPU for 30 s).
-DISPLAY_ONLY = "display_only"
-
-
-def display_only(cell) -> bool:
-    """Whether the instructor marked this (non-test) cell as one the grader does not run."""
-    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
-    return isinstance(meta, dict) and meta.get(DISPLAY_ONLY) is True
-
-
-#: Cell metadata key (``metadata[GEMMLAB_META][FLAG] = [{"pattern": regex, "why": words}]``): code this
-#: answer cell should not contain (a library twin of what the exercise asks the student to
-#: write). Matches are flagged for the instructor, not penalised: a call cannot be told from a copy.
-FLAG = "flag"
-
-
-def answer_flags(cell) -> list[tuple[str, str]]:
-    """The (pattern, why) pairs the instructor set on this (answer) cell."""
-    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
-    entries = meta.get(FLAG) if isinstance(meta, dict) else None
-    return [(e["pattern"], e["why"]) for e in (entries if isinstance(entries, list) else [])
-            if isinstance(e, dict) and isinstance(e.get("pattern"), str) and isinstance(e.get("why"), str)]
-
-
-def needs_arch(cell) -> str:
-    """The GPU family (compute-capability prefix such as ``sm_90``) a GPU test needs, '' for any GPU."""
-    meta = cell.get("metadata", {}).get(GEMMLAB_META, {})
-    value = meta.get(NEEDS_ARCH, "") if isinstance(meta, dict) else ""
-    return value if isinstance(value, str) else ""
-
-
-def notebook_needs_gpu(nb) -> bool:
-    """Whether any graded cell of the (instructor's) notebook needs a GPU."""
-    return any(is_graded(c) and needs_gpu(c) for c in nb.get("cells", []))
-
+from ..cell_metadata import TAGS, grade_id, is_answer, is_graded
 
 #: How reports name a cell the student added ("your cell 7": its number in the student's notebook).
 STUDENT_LABEL = "your cell"
@@ -159,7 +71,7 @@ def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
                 if (compute_checksum(_plain(cell)) != compute_checksum(_plain(rel))
                         or cell.get("cell_type") != rel.get("cell_type")):
                     tampered.append(f"locked cell {gid!r} was changed; the original ran instead")
-                elif (cell.get("metadata", {}).get("tags") or []) != (rel.get("metadata", {}).get("tags") or []):
+                elif (cell.get("metadata", {}).get(TAGS) or []) != (rel.get("metadata", {}).get(TAGS) or []):
                     tampered.append(f"the tags of locked cell {gid!r} were changed; they were ignored")
                 last = gid
                 continue

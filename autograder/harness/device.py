@@ -1,6 +1,6 @@
 """Whether the GPU a worker was given is really there: the grader's own answer, never the notebook's.
 
-A test cell that needs a GPU (:func:`autograder.harness.assemble.needs_gpu`) pays out only when
+A test cell that needs a GPU (:func:`autograder.cell_metadata.needs_gpu`) pays out only when
 this says the worker has one, whatever the cell's code found (``if GPU:`` branches included). The
 question is asked in a fresh process of the grader's Python with the worker's
 ``CUDA_VISIBLE_DEVICES`` (the CUDA driver, no torch, no student code), once per GPU and process.

@@ -31,8 +31,8 @@ import nbformat
 
 from gemmlab.checking.report import KINDS, RESULT_MIME
 
+from ..cell_metadata import grade_id, is_graded
 from ..records import NotebookJSON, PublishedResult
-from .assemble import grade_id, is_graded
 
 WITHHELD = "[withheld: it quoted hidden test code]"
 #: The delimiter nbgrader strips hidden tests by (its ``begin_test_delimiter``).

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 
-from .assemble import display_only, grade_id, is_answer, is_graded, judge_only, judged_launches
+from ..cell_metadata import display_only, grade_id, is_answer, is_graded, judge_only, judged_launches
 
 #: Decorator names that make a function a CuTe DSL kernel or JIT function.
 DSL_DECORATORS = ("kernel", "jit")

@@ -11,7 +11,7 @@ kernel's outputs are made well-formed, and every exception while reading, assemb
 recording one notebook ends as that notebook's "not graded: <reason>" while the others are graded.
 What the student's process sends is bounded before use (the description of the answers, a test's
 partial score, error texts, the tamper probe's answer, a notebook's kept outputs). A test the
-instructor marked as needing a GPU (:func:`.assemble.needs_gpu`) scores only where
+instructor marked as needing a GPU (:func:`autograder.cell_metadata.needs_gpu`) scores only where
 :func:`.device.missing_gpu` finds the worker's GPU. Limits count work, not the clock
 (:mod:`.cellclock`); a machine that starved a cell is an :class:`InfraError` (retried, never graded).
 A cell's error text never decides whether a kernel is restarted: the exception's class raised by
@@ -37,8 +37,10 @@ from gemmlab.judge.answers import DESCRIPTION_DEPTH, MAX_DESCRIPTION_CHARS, Need
 
 from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult, writable
 from . import inkernel
-from .assemble import (Assembled, answer_flags, assemble, display_only, grade_id, is_answer, is_graded, judged_launches, needs_arch,
-                       needs_gpu, notebook_needs_gpu)
+from ..cell_metadata import (answer_flags, display_only, grade_id, is_answer, is_graded, judged_launches, needs_arch,
+                             needs_gpu, notebook_needs_gpu)
+from ..cell_metadata import points as points_of
+from .assemble import Assembled, assemble
 from .device import gpu_arch, missing_gpu
 from .judging import DESCRIBE_S, JUDGE_BOOTSTRAP, STUDENT_SERVER, AnswerRelay, bind_code, describe, judge_kernel_env
 from .cellclock import backstop_s
@@ -88,7 +90,7 @@ SUSPICIOUS = [
 
 def scan(source: str, extra: list[tuple[str, str]] = ()) -> list[str]:
     """Why ``source`` deserves an instructor's look ([] when it does not); ``extra``: the answer cell's
-    own (pattern, why) pairs (``assemble.answer_flags``)."""
+    own (pattern, why) pairs (``cell_metadata.answer_flags``)."""
     return [why for pattern, why in [*SUSPICIOUS, *extra] if re.search(pattern, source)]
 
 
@@ -214,7 +216,7 @@ class SubmissionBudget:
                               "it is graded again when the machine is less busy.")
 
 
-#: The output of an instructor cell that only shows something, in the graded notebook (assemble.DISPLAY_ONLY).
+#: The output of an instructor cell that only shows something, in the graded notebook (cell_metadata.DISPLAY_ONLY).
 NOT_RUN_WHEN_GRADED = ("Not run when graded: this cell only shows something (a timing, a demo, a self-check) and no "
                        "grade depends on it. Run it in your own notebook to see it.\n")
 
@@ -244,7 +246,7 @@ class _NotebookGrader:
         self.judged = any(judged_launches(c) for c in source.cells)   # the notebook has judged launch tests
         # Where the instructor's other cells run in a notebook with judged tests (routing.one_side_cells).
         self.student_built, self.judge_only = one_side_cells(source) if self.judged else (set(), set())
-        # The instructor's cells that only show something: run in neither kernel (assemble.DISPLAY_ONLY).
+        # The instructor's cells that only show something: run in neither kernel (cell_metadata.DISPLAY_ONLY).
         self.display_only = {grade_id(c) for c in source.cells if c.cell_type == "code" and display_only(c)
                              and grade_id(c) and not is_graded(c) and not is_answer(c)}
         self.recording: bool | None = None    # what the judge kernel was last told (None: not yet / restarted)
@@ -403,7 +405,7 @@ class _NotebookGrader:
             for index, cell in enumerate(self.nb.cells):
                 self.index = index
                 graded = is_graded(cell)
-                points = float(cell.metadata.get("nbgrader", {}).get("points", 0) or 0)
+                points = points_of(cell)
                 gid = grade_id(cell)
                 label = self.labels[index]
                 if cell.cell_type != "code":
@@ -473,7 +475,7 @@ def _read(data: NotebookJSON) -> nbformat.NotebookNode:
 
 def _ungraded_cells(name: str, source: nbformat.NotebookNode, status: str, message: str) -> list[CellResult]:
     """Every graded cell of the notebook at 0 points, with why it was not graded."""
-    return [CellResult(name, grade_id(c), float(c.metadata.get("nbgrader", {}).get("points", 0) or 0), 0.0, status,
+    return [CellResult(name, grade_id(c), points_of(c), 0.0, status,
                        message) for c in source.cells if is_graded(c)]
 
 

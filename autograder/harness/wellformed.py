@@ -24,6 +24,7 @@ from typing import Any
 
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
+from ..cell_metadata import GRADE, GRADE_ID, NBGRADER, NBGRADER_FLAGS, POINTS, SCHEMA_VERSION, TAGS
 from ..records import NotebookJSON, writable
 
 CELL_TYPES = ("code", "markdown", "raw")
@@ -46,7 +47,6 @@ def _short(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + " [...]"
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
 _CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_NBGRADER_FLAGS = ("grade", "solution", "locked", "task")
 
 
 @dataclass(frozen=True)
@@ -84,21 +84,21 @@ def _points(value: Any) -> bool:
 
 def _nbgrader(meta: Any) -> dict | None:
     """The nbgrader metadata if it has nbgrader's shape within bounds, else None (the cell is then a plain cell)."""
-    if not isinstance(meta, dict) or not isinstance(meta.get("grade_id", ""), str):
+    if not isinstance(meta, dict) or not isinstance(meta.get(GRADE_ID, ""), str):
         return None
-    if len(meta.get("grade_id", "")) > MAX_ID_CHARS:
+    if len(meta.get(GRADE_ID, "")) > MAX_ID_CHARS:
         return None
-    if any(not isinstance(meta.get(k, False), bool) for k in _NBGRADER_FLAGS):
+    if any(not isinstance(meta.get(k, False), bool) for k in NBGRADER_FLAGS):
         return None
-    points = meta.get("points", 0)
+    points = meta.get(POINTS, 0)
     if points is not None and not _points(points):
         return None
-    if meta.get("grade") is True and not _points(meta.get("points")):
+    if meta.get(GRADE) is True and not _points(meta.get(POINTS)):
         return None                     # nbgrader never writes a graded cell without its points
-    keep = {k: meta[k] for k in ("grade_id", "points", "schema_version", *_NBGRADER_FLAGS) if k in meta}
-    version = keep.get("schema_version", 3)
+    keep = {k: meta[k] for k in (GRADE_ID, POINTS, SCHEMA_VERSION, *NBGRADER_FLAGS) if k in meta}
+    version = keep.get(SCHEMA_VERSION, 3)
     if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 100:
-        keep.pop("schema_version", None)
+        keep.pop(SCHEMA_VERSION, None)
     return keep
 
 
@@ -132,18 +132,18 @@ def _cell(raw: Any, number: int, ids: set[str]) -> tuple[dict, str]:
         return cell, why
     meta_in = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
     metadata: dict = {}
-    if "nbgrader" in meta_in:
-        nbg = _nbgrader(meta_in["nbgrader"])
+    if NBGRADER in meta_in:
+        nbg = _nbgrader(meta_in[NBGRADER])
         if nbg is None:
             why = ("has nbgrader metadata that nbgrader never writes (a grade_id is text of at most "
                    f"{MAX_ID_CHARS} characters, points a number from 0 to {MAX_POINTS:,.0f}, and a graded cell has "
                    "points); it ran as a plain cell")
         else:
-            metadata["nbgrader"] = nbg
-    if "tags" in meta_in:
-        tags = _tags(meta_in["tags"])
+            metadata[NBGRADER] = nbg
+    if TAGS in meta_in:
+        tags = _tags(meta_in[TAGS])
         if tags is not None:
-            metadata["tags"] = tags
+            metadata[TAGS] = tags
         elif not why:
             why = (f"has tags that are not distinct short names (at most {MAX_TAGS} of {MAX_ID_CHARS} characters); "
                    "they were left out")

@@ -13,7 +13,9 @@ gives C's expression tree.
 
 ``evaluate_function`` reads a whole straight-line C function of ints (notebook 08's tile orders):
 ``int`` declarations, assignments and one ``return make_int2(x, y)`` or ``return x``, each
-expression read as above, evaluated over arrays of its parameters at once.
+expression read as above, evaluated over arrays of its parameters at once. :func:`definition` and
+:func:`execute` are the one reader and runner of such functions; :mod:`gemmlab.checking.cfunction` uses
+them for functions whose results are ``int&`` parameters (notebook 05's ``tile_of``).
 Semantics: 32-bit signed ``int``; ``/`` and ``%`` truncate toward zero; ``>>`` of a negative value
 is arithmetic (what NVIDIA's compilers do, and what C++20 requires). Refused, with a message: other
 syntax, division by zero, a shift count outside 0..31, and any value that overflows ``int``
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
@@ -139,13 +142,47 @@ def evaluate(expr: str, functions: Mapping[str, np.ufunc] | None = None,
 # ---------------------------------------------------------------- straight-line functions
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)[^\n]*", re.M)
 _NAME = r"[A-Za-z_]\w*"
-_DECLARATION = re.compile(r"(?:const\s+)?int\s+(.+)", re.S)
-_ASSIGNMENT = re.compile(rf"({_NAME})\s*([-+*/%]?=)\s*(.+)", re.S)
-_RETURN = re.compile(r"return\s+(.+)", re.S)
+_INPUT = re.compile(rf"(?:const\s+)?int\s+({_NAME})")
+_OUTPUT = re.compile(rf"int\s*&\s*({_NAME})")
+_QUALIFIERS = r"(?:(?:__device__|__host__|__forceinline__|inline|static|constexpr)\s+)*"
+_QUALIFIED_CALL = re.compile(r"(?:\b(?:cuda::std|std|cute))?::\s*(min|max)\s*\(")
+_DECLARATION = re.compile(r"(const\s+)?int\s+(.+)", re.S)
+_ASSIGNMENT = re.compile(rf"({_NAME})\s*([-+*/%]?)=(?!=)\s*(.+)", re.S)
+_RETURN = re.compile(r"return\b\s*(.*)", re.S)
 _PAIR = re.compile(r"make_int2\s*\((.*)\)", re.S)
+_CONTROL = re.compile(r"(if|else|for|while|do|switch|goto)\b")
 _STATEMENTS = "`int name = expression;` (or `const int`, several names separated by commas), " \
-              "`name = expression;` (or `+=` ...) and one `return make_int2(x, y);` or `return x;` at the end"
+              "`name = expression;` (or `+=` ...) and, in a function that returns its value, one " \
+              "`return make_int2(x, y);` or `return x;` at the end"
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One C function as written: what precedes its name (``__device__ void``), its ``int`` inputs, its ``int&``
+    outputs, which inputs are ``const``, and its body (comments dropped)."""
+
+    name: str
+    prefix: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    constant: frozenset[str]
+    body: str
+
+    @property
+    def is_void(self) -> bool:
+        """Whether it is declared ``[qualifiers] void NAME(...)`` (its results are its ``int&`` outputs)."""
+        return re.fullmatch(rf"\s*{_QUALIFIERS}void\s*", self.prefix) is not None
+
+
+@dataclass(frozen=True)
+class Execution:
+    """A function's run: every name's value after its last statement, which outputs it assigned, what it returned."""
+
+    values: dict[str, np.ndarray]
+    assigned: frozenset[str]
+    returned: tuple[np.ndarray, ...] | None
 
 
 def _split_top_level(text: str, separator: str = ",") -> list[str]:
@@ -159,31 +196,116 @@ def _split_top_level(text: str, separator: str = ",") -> list[str]:
     return parts + [text[start:]]
 
 
-def _function(source: str, name: str) -> tuple[list[str], str]:
-    """The parameter names and the body of the one C function ``name`` defined in ``source``."""
+def definition(source: str, name: str) -> Definition:
+    """The one definition of the C function ``name`` in ``source``, comments dropped.
+
+    Refused: a preprocessor line other than ``#pragma`` (a ``#define`` or an ``#include``d header could change
+    what the compiler sees, and this reads the text as written), ``name`` defined other than once, a parameter
+    that is neither ``int NAME`` nor ``int& NAME``, a block inside the body."""
+    if not isinstance(source, str):
+        raise CExpressionError(f"the source must be a string of C, not {type(source).__name__}")
     text = _COMMENTS.sub(" ", source)
+    for directive in _DIRECTIVE.finditer(text):
+        if directive.group(1) != "pragma":
+            raise CExpressionError(f"the source has a preprocessor line ({directive.group(0).strip()!r}): this "
+                                   "checker reads the C as written, so no #define, #if or #include may change what "
+                                   "the compiler sees")
+    text = _DIRECTIVE.sub("", text)
     heads = list(re.finditer(rf"\b{re.escape(name)}\s*\(([^()]*)\)\s*\{{", text))
     if len(heads) != 1:
-        raise CExpressionError(f"the source should define the function {name} once; it defines it {len(heads)} "
+        raise CExpressionError(f"{name} must be defined exactly once in this source; it defines it {len(heads)} "
                                "time(s)")
-    if re.search(r"^\s*#\s*(define|undef|if|ifdef|ifndef|elif|else|endif|line)\b", text, re.M):
-        raise CExpressionError("the source has a preprocessor line (#define, #if, ...): the C the compiler sees is "
-                               "then not the text this checker reads")
-    params = []
-    for declared in filter(str.strip, heads[0].group(1).split(",")):
-        found = re.fullmatch(rf"\s*(?:const\s+)?int\s+({_NAME})\s*", declared)
-        if not found:
-            raise CExpressionError(f"{name}'s parameter {declared.strip()!r} is not an int")
-        params.append(found.group(1))
-    start = heads[0].end()
-    end = text.find("}", start)
-    if end < 0:
+    head = heads[0]
+    inputs, outputs, constant = [], [], set()
+    for declared in (p.strip() for p in head.group(1).split(",") if p.strip()):
+        if found := _INPUT.fullmatch(declared):
+            inputs.append(found.group(1))
+            constant |= {found.group(1)} if declared.startswith("const") else set()
+        elif found := _OUTPUT.fullmatch(declared):
+            outputs.append(found.group(1))
+        else:
+            raise CExpressionError(f"{name}'s parameter {declared!r} is not an int: it is neither `int NAME` nor "
+                                   "`int& NAME`")
+    depth, end = 1, head.end()
+    while depth and end < len(text):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        end += 1
+    if depth:
         raise CExpressionError(f"{name}'s body has no closing brace")
-    body = text[start:end]
+    body = text[head.end():end - 1]
     if "{" in body:
         raise CExpressionError(f"{name} has a block inside it (an if, a loop, braces): this checker reads "
                                f"straight-line functions only: {_STATEMENTS}")
-    return params, body
+    prefix = text[:head.start()].rsplit(";", 1)[-1].rsplit("}", 1)[-1]
+    return Definition(name, prefix, tuple(inputs), tuple(outputs), frozenset(constant), body)
+
+
+def execute(fn: Definition, values: Mapping[str, object]) -> Execution:
+    """Run ``fn``'s statements with C's ``int`` meaning on ``values`` (its inputs, and any macros it uses, each an
+    integer or an array; arrays broadcast like numpy's), every element at once.
+
+    Reads ``int`` declarations, assignments (``=``, ``+=`` ...) and, last, one ``return``; expressions as
+    :func:`evaluate` reads them, with ``min``/``max`` also spelled ``std::min``, ``cute::min``, ``::min``. Refused,
+    with a message naming what is not read: other statements (branches, loops, ``?:``), a name assigned before
+    it is declared, a name declared twice, a change to a ``const`` or a macro, an input without a value."""
+    if missing := [p for p in fn.inputs if p not in values]:
+        raise CExpressionError(f"no value given for {fn.name}'s parameter(s) {', '.join(missing)}: {fn.name} takes "
+                               f"{', '.join(fn.inputs)}")
+    env = {k: np.asarray(v, dtype=np.int64) for k, v in values.items()}
+    constant = set(fn.constant) | (set(values) - set(fn.inputs))      # const inputs and macros
+    assigned: set[str] = set()
+    body = _QUALIFIED_CALL.sub(lambda m: f"{m.group(1)}(", fn.body)
+    statements = [" ".join(s.split()) for s in body.split(";")]
+    if statements[-1]:
+        raise CExpressionError(f"{fn.name}: {statements[-1][:60]!r} does not end with ';'")
+    statements = [s for s in statements if s]
+    for index, statement in enumerate(statements):
+        where = f"{fn.name}: {statement[:80]!r}"
+        if "?" in statement or _CONTROL.match(statement):
+            raise CExpressionError(f"{where}: a branch, a loop or ?: is not an expression this checker reads; it reads "
+                                   f"straight-line code only: {_STATEMENTS}")
+        if returned := _RETURN.fullmatch(statement):
+            if fn.is_void:
+                raise CExpressionError(f"{where}: a void function gives its results through its int& parameters; "
+                                       "this checker reads no return there")
+            if index != len(statements) - 1:
+                raise CExpressionError(f"{where}: the return must be the function's last statement")
+            pair = _PAIR.fullmatch(returned.group(1))
+            parts = _split_top_level(pair.group(1)) if pair else [returned.group(1)]
+            if pair and len(parts) != 2:
+                raise CExpressionError(f"{where}: make_int2 takes two values")
+            return Execution(env, frozenset(assigned), tuple(_evaluate(fn.name, p, env) for p in parts))
+        if declared := _DECLARATION.fullmatch(statement):
+            for item in _split_top_level(declared.group(2)):
+                one = re.fullmatch(rf"\s*({_NAME})\s*=\s*(.+)", item, re.S)
+                if not one:
+                    raise CExpressionError(f"{where}: every declared name needs a value (`int x = ...`)")
+                target = one.group(1)
+                if target in env or target in fn.outputs:
+                    raise CExpressionError(f"{where}: {target} is declared twice")
+                env[target] = _evaluate(fn.name, one.group(2), env)
+                constant |= {target} if declared.group(1) else set()
+            continue
+        if found := _ASSIGNMENT.fullmatch(statement):
+            target, op, expr = found.groups()
+            if target not in env and target not in fn.outputs:
+                raise CExpressionError(f"{where}: {target} is assigned but not declared before")
+            if target in constant:
+                raise CExpressionError(f"{where}: {target} is const or a macro, and cannot change")
+            env[target] = _evaluate(fn.name, expr if not op else f"({target}) {op} ({expr})", env)
+            assigned.add(target)
+            continue
+        raise CExpressionError(f"{where} is not a statement this checker reads; it reads straight-line code only: "
+                               f"{_STATEMENTS}")
+    return Execution(env, frozenset(assigned), None)
+
+
+def _evaluate(function: str, expr: str, env: Mapping[str, np.ndarray]) -> np.ndarray:
+    """One expression of ``function``'s body, a refusal naming the function."""
+    try:
+        return evaluate(expr.strip(), **env)
+    except CExpressionError as err:
+        raise type(err)(f"{function}: {err}") from None
 
 
 def evaluate_function(source: str, name: str, **values: object) -> tuple[np.ndarray, ...]:
@@ -192,46 +314,13 @@ def evaluate_function(source: str, name: str, **values: object) -> tuple[np.ndar
     like numpy's). Returns ``(x, y)`` for ``return make_int2(x, y)``, ``(x,)`` for ``return x``.
 
     Why: a tile order written in CUDA C (notebook 08's ``swizzled_tile``) can then be checked on the CPU
-    for every CTA of many grids, as the GPU would compute it. Refused, with a message naming what is not
-    read: statements other than ``int`` declarations, assignments and a final return (branches, loops,
-    ``?:``), preprocessor lines, a name used before it is set, and whatever :func:`evaluate` refuses."""
-    if not isinstance(source, str):
-        raise CExpressionError(f"the source must be a string of C, not {type(source).__name__}")
-    params, body = _function(source, name)
-    if missing := [p for p in params if p not in values]:
-        raise CExpressionError(f"no value given for {name}'s parameter(s) {', '.join(missing)}")
-    env = {k: np.asarray(v, dtype=np.int64) for k, v in values.items()}
-    constant = set(values) - set(params)
-    statements = [s.strip() for s in body.split(";")]
-    if statements[-1]:
-        raise CExpressionError(f"{name}: {statements[-1]!r} does not end with ';'")
-    statements = [s for s in statements if s]
-    for index, statement in enumerate(statements):
-        where = f"{name}: {' '.join(statement.split())!r}"
-        if returned := _RETURN.fullmatch(statement):
-            if index != len(statements) - 1:
-                raise CExpressionError(f"{where}: the return must be the function's last statement")
-            pair = _PAIR.fullmatch(returned.group(1).strip())
-            parts = _split_top_level(pair.group(1)) if pair else [returned.group(1)]
-            if pair and len(parts) != 2:
-                raise CExpressionError(f"{where}: make_int2 takes two values")
-            return tuple(evaluate(p.strip(), **env) for p in parts)
-        if declared := _DECLARATION.fullmatch(statement):
-            for item in _split_top_level(declared.group(1)):
-                one = re.fullmatch(rf"\s*({_NAME})\s*=\s*(.+)", item, re.S)
-                if not one:
-                    raise CExpressionError(f"{where}: every declared name needs a value (`int x = ...`)")
-                env[one.group(1)] = evaluate(one.group(2).strip(), **env)
-                if statement.startswith("const"):
-                    constant.add(one.group(1))
-            continue
-        if assigned := _ASSIGNMENT.fullmatch(statement):
-            target, op, expr = assigned.groups()
-            if target not in env or target in constant:
-                raise CExpressionError(f"{where}: {target} is " + ("not declared before" if target not in env
-                                                                    else "const or a macro, and cannot change"))
-            expr = expr if op == "=" else f"{target} {op[0]} ({expr})"
-            env[target] = evaluate(expr.strip(), **env)
-            continue
-        raise CExpressionError(f"{where} is not a statement this checker reads; it reads {_STATEMENTS}")
-    raise CExpressionError(f"{name} has no return statement")
+    for every CTA of many grids, as the GPU would compute it. What is read and refused: :func:`definition`
+    and :func:`execute`; a function whose results are ``int&`` parameters is :mod:`gemmlab.checking.cfunction`'s."""
+    fn = definition(source, name)
+    if fn.outputs or fn.is_void:
+        raise CExpressionError(f"{name} gives its results through int& parameters, not a return: run it with "
+                               "gemmlab.cfunction.run")
+    returned = execute(fn, values).returned
+    if returned is None:
+        raise CExpressionError(f"{name} has no return statement")
+    return returned

@@ -24,7 +24,8 @@ from gemmlab.running.gpu import require_gpu
 from gemmlab.checking.integrity import grading_mode, late_work_message, library_guard, library_message, watched_call
 from gemmlab.running import faults
 from gemmlab.running.device import device_label, torch_device
-from gemmlab.running.memory import GuardedMatrix, dtype_name
+from gemmlab.dtypes import dtype_name
+from gemmlab.running.memory import GuardedMatrix
 from gemmlab.running.streams import DEFAULT_TIMEOUT_S
 from gemmlab.timing.timing_lock import shared_gpu_work
 

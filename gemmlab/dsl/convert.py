@@ -11,6 +11,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from gemmlab.dtypes import dtype_name
 from ..errors import LaunchError
 
 #: torch dtype name -> cutlass numeric type name.
@@ -117,7 +118,7 @@ def tensor_sig(t: Any, index: int, param: Param, need_cuda: bool) -> TensorSig:
     import torch
 
     label = _label(index, param)
-    dtype = str(t.dtype).replace("torch.", "")
+    dtype = dtype_name(t.dtype)
     if dtype not in DTYPES:
         raise LaunchError(f"{label} has dtype {dtype}, which the CuTe DSL cannot take; use one of "
                           f"{', '.join(sorted(DTYPES))}.")

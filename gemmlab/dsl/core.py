@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 from gemmlab.compiling import cache as _cache
 from gemmlab.compiling.cubin import resources_with_spills
+from gemmlab.dtypes import dtype_name
 from ..errors import CompileError, GemmlabError, KernelError, LaunchError
 from gemmlab.running.gpu import current_arch, require_gpu
 from ..judge.answers import DslAnswer, StudentProcessOnly
@@ -285,7 +286,7 @@ class DslKernel:
         self._params = convert.params_of(self.fn)
         self._rekey()
         if self.dtypes:
-            self.dtypes = {k: str(v).replace("torch.", "") for k, v in self.dtypes.items()}
+            self.dtypes = {k: dtype_name(v) for k, v in self.dtypes.items()}
 
     # -- compile
 

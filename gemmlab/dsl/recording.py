@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
+from gemmlab.dtypes import dtype_name
 from gemmlab.running.contract import span_bytes
 from .host_recording import HostRecording, RecordingError
 
@@ -85,7 +86,7 @@ class DslRecorder:
         """Where a tensor view lies: buffer, byte offset, shape, strides (elements) and dtype."""
         index = self.buffer_of(t)
         return {"buffer": index, "offset": t.data_ptr() - self.buffers[index]["base"], "shape": list(t.shape),
-                "stride": list(t.stride()), "dtype": str(t.dtype).replace("torch.", "")}
+                "stride": list(t.stride()), "dtype": dtype_name(t.dtype)}
 
     def _step(self, step: dict[str, Any]) -> None:
         if len(self.steps) >= MAX_STEPS:

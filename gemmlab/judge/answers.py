@@ -32,6 +32,8 @@ import os
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from gemmlab.dtypes import dtype_name
+
 from . import plain
 from .errors import JudgeError
 
@@ -520,7 +522,7 @@ def _device_attributes() -> dict[str, int]:
 
 def _metas(tensors: list[Any]) -> list[dict[str, Any]]:
     """What a probe of each tensor needs: shape, strides, dtype and address alignment (mod 512)."""
-    return [{"shape": list(t.shape), "stride": list(t.stride()), "dtype": str(t.dtype).replace("torch.", ""),
+    return [{"shape": list(t.shape), "stride": list(t.stride()), "dtype": dtype_name(t.dtype),
              "address_mod": t.data_ptr() % 512} for t in tensors]
 
 
@@ -724,7 +726,7 @@ class DslAnswer:
                 dtypes: dict[str, Any] | None = None, min_align: int | None = None) -> "CompiledAnswer":
         """``gemmlab.dsl.compile`` in the judge: the student's kernel compiles it for probes of these examples."""
         how = {"arch": arch, "options": options or None, "min_align": min_align,
-               "dtypes": {str(k): str(v).replace("torch.", "") for k, v in (dtypes or {}).items()} or None}
+               "dtypes": {str(k): dtype_name(v) for k, v in (dtypes or {}).items()} or None}
         return _compiled(self._name, example_args, {}, how)
 
 

@@ -15,6 +15,8 @@ import math
 import re
 from typing import Any
 
+from gemmlab.dtypes import dtype_name
+
 from .errors import JudgeError
 
 #: Deepest nesting accepted (a nested CuTe shape is a few levels; a JSON bomb is thousands).
@@ -60,7 +62,7 @@ def _tensor(value: Any, where: str) -> dict[str, Any]:
     import torch
 
     data = value.detach().to("cpu").contiguous()
-    name = str(data.dtype).removeprefix("torch.")
+    name = dtype_name(data.dtype)
     if name == "bfloat16":
         node = _array(data.view(torch.int16).numpy(), where)
     else:

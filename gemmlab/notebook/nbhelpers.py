@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 
 from gemmlab.errors import CompileTimeoutError, GemmlabError, LaunchError
+from gemmlab.dtypes import dtype_name
 from gemmlab.running.gpu import current_arch, has_gpu
 from gemmlab.judge.answers import Answer, DslAnswer
 
@@ -497,7 +498,7 @@ def gemm_operands(A: Any, B: Any, C: Any, dtypes: tuple[Any, ...] | None = None)
     if min(M, N, K) < 1:
         raise LaunchError(f"M, N, K must be at least 1, got {M}, {N}, {K}")
     if A.dtype not in dtypes or B.dtype != A.dtype or C.dtype != A.dtype:
-        names = " or ".join(str(d).replace("torch.", "") for d in dtypes)
+        names = " or ".join(dtype_name(d) for d in dtypes)
         raise LaunchError(f"A, B and C must all be {names}, got {A.dtype}, {B.dtype}, {C.dtype}")
     for name, t in (("A", A), ("B", B), ("C", C)):
         if t.stride(1) != 1 and t.shape[1] > 1:

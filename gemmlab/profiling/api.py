@@ -46,7 +46,7 @@ def _shape(shape: Any) -> tuple[tuple[int, int, int], bool]:
 
 
 def _dtypes(dtype: Any, out_dtype: Any) -> tuple[str, str | None]:
-    from gemmlab.running.memory import dtype_name
+    from gemmlab.dtypes import dtype_name
 
     import torch
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 from gemmlab.checking.copy_check import CopyResult, CopyRow, CopyTiming
 from ..errors import GemmlabError
-from gemmlab.running.memory import dtype_name
+from gemmlab.dtypes import dtype_name
 from .errors import RecordingError
 from .gemm import Judging, device_text, error_for, judge_limits, judged_rows
 from .recording import DslRecording, Recording, record_copy

@@ -15,7 +15,7 @@ from gemmlab.checking.check import CheckResult, Row
 from ..errors import CompileError, CompileTimeoutError, GemmlabError, KernelTimeoutError, LaunchError, ToolchainError
 from gemmlab.checking.integrity import BenchIntegrityError
 from ..judge.protocol import MAX_COMPILE_S, MAX_KERNEL_S, TIMING_ACTIONS, JudgeLimits, JudgeRequest
-from gemmlab.running.memory import dtype_name
+from gemmlab.dtypes import dtype_name
 from gemmlab.running.streams import DEFAULT_TIMEOUT_S
 from .errors import PoolError, PoolKernelError, PoolRequestError, PoolUnavailableError, RecordingError
 from .recording import DslRecording, Recording, record

@@ -16,6 +16,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from gemmlab.dtypes import dtype_name
 from gemmlab.errors import LaunchError
 
 
@@ -49,7 +50,7 @@ def _describe(value: Any) -> str:
         import torch
 
         if isinstance(value, torch.Tensor):
-            return f"a {str(value.dtype).replace('torch.', '')} tensor on {value.device}"
+            return f"a {dtype_name(value.dtype)} tensor on {value.device}"
     except ImportError:  # pragma: no cover
         pass
     return f"{type(value).__name__} {value!r}" if isinstance(value, (int, float, bool)) else type(value).__name__
@@ -98,7 +99,7 @@ def _pack_pointer(index: int, param: Any, value: Any, device: Any, takes_pitch: 
             f"use {param.name}.to('{device}')."
         )
     want = getattr(param, "dtype", None)
-    got = str(value.dtype).replace("torch.", "")
+    got = dtype_name(value.dtype)
     if want is not None and got != want:
         hint = {"float16": ".half()", "bfloat16": ".bfloat16()", "float32": ".float()",
                 "float64": ".double()", "int32": ".int()", "int64": ".long()",

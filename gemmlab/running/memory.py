@@ -11,17 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from gemmlab.dtypes import dtype_name
+
 #: Bytes of guard zone on each side of a guarded matrix.
 GUARD_BYTES = 64 * 1024
 #: Guard-zone bits per element size: a finite, unlikely value.
 SENTINEL_BITS = {2: 0x5A5A, 4: 0x5A5A5A5A}
 #: Poison bits per dtype name: a NaN with a marked payload (told apart from a NaN a kernel computed).
 POISON_BITS = {"float16": 0x7D5A, "bfloat16": 0x7FA5, "float32": 0x7FA5A5A5}
-
-
-def dtype_name(dtype: Any) -> str:
-    """``torch.float16`` -> ``"float16"``."""
-    return str(dtype).replace("torch.", "")
 
 
 def int_view_dtype(nbytes: int) -> Any:
@@ -105,5 +102,5 @@ class GuardedMatrix:
 
 
 __all__ = [
-    "GUARD_BYTES", "GuardedMatrix", "POISON_BITS", "SENTINEL_BITS", "as_signed", "dtype_name", "int_view_dtype",
+    "GUARD_BYTES", "GuardedMatrix", "POISON_BITS", "SENTINEL_BITS", "as_signed", "int_view_dtype",
 ]

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from gemmlab.checking import report
+from gemmlab.dtypes import dtype_name
 from gemmlab.errors import GemmlabError
 from gemmlab.running.gpu import require_gpu
 from gemmlab.checking.integrity import (
@@ -380,8 +381,8 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
             raise
         raise translated from None
     refuse_faster_than_light([t for r in times for t in r], light, f"{label} at {M}×{N}×{K}", rates)
-    result = result_from_rounds(times, ctimes, (M, N, K), convention, str(dtype).replace("torch.", ""),
-                                str(out_dtype).replace("torch.", ""), device_label(dev), label, light_ms=light)
+    result = result_from_rounds(times, ctimes, (M, N, K), convention, dtype_name(dtype),
+                                dtype_name(out_dtype), device_label(dev), label, light_ms=light)
     result = dataclasses.replace(result, method=method, fill=fill, **side, **_peak_fields(rates))
     if grading_mode():
         report.publish("bench", result)

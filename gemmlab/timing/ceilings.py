@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gemmlab.compiling import cache
+from gemmlab.dtypes import dtype_name
 from gemmlab.errors import GemmlabError
 from gemmlab.running.gpu import require_gpu
 
@@ -37,7 +38,7 @@ class Ceilings:
 
     def peak(self, dtype: object = "float16") -> float:
         """cuBLAS TFLOPS for ``dtype`` (torch dtype or its name)."""
-        name = str(dtype).replace("torch.", "")
+        name = dtype_name(dtype)
         if name not in self.matmul_tflops:
             raise GemmlabError(f"No matmul ceiling for {name}; measured: {', '.join(self.matmul_tflops)}.")
         return float(self.matmul_tflops[name])
@@ -80,7 +81,7 @@ def _measure(device_name: str) -> Ceilings:
         bt = b.T
         ms = statistics.median(time_cuda(lambda: torch.matmul(a, bt, out=out), warmup_ms=50, rep=20,
                                          flush_l2=False, what="the matmul ceiling"))
-        tflops[str(dtype).replace("torch.", "")] = 2 * _MATMUL_N**3 / (ms * 1e-3) / 1e12
+        tflops[dtype_name(dtype)] = 2 * _MATMUL_N**3 / (ms * 1e-3) / 1e12
         del a, b, out
     torch.cuda.empty_cache()
     stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -11,6 +11,7 @@ import sys
 import types
 from typing import Any, Iterable, Sequence
 
+from gemmlab.dtypes import dtype_name
 from gemmlab.errors import GemmlabError
 from gemmlab.timing.roofline_math import attainable, ridge
 
@@ -60,7 +61,7 @@ def roofline(points: Sequence[Any] | None = None, ceilings: Any = None, ax: Any 
     ``ceilings``: a :class:`gemmlab.timing.ceilings.Ceilings` (default: measured on this GPU), a
     ``(peak_tflops, bw_gbps)`` pair, or pass ``peak_tflops=`` and ``bw_gbps=`` directly.
     """
-    peak, bw, device = _roofs(ceilings, str(dtype).replace("torch.", ""), peak_tflops, bw_gbps)
+    peak, bw, device = _roofs(ceilings, dtype_name(dtype), peak_tflops, bw_gbps)
     pts = _as_points(points)
     knee = ridge(peak, bw)
     xs = [x for _, x, _ in pts] + [knee]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import leaderboard as lb
+from autograder.reports import leaderboard as lb
 
 
 def graded_notebook(course: Path, student: str, speed_output: str) -> None:

@@ -20,11 +20,12 @@ import pytest
 from tests.support import ROOT
 
 pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
-from autograder.harness import feedback  # noqa: E402
+from autograder.reports import feedback  # noqa: E402
 from autograder.harness.outputs import (  # noqa: E402
     HIDDEN_BEGIN, HIDDEN_END, LEFT_OUT_HTML, LEFT_OUT_IMAGE, reached_by_hidden_tests, reencode_image,
     visible_messages)
 from autograder.records import CellResult, PublishedResult, SubmissionResult  # noqa: E402
+from autograder.cell_metadata import is_graded  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
 FAKE = "10 / 10 points"
@@ -36,7 +37,7 @@ def _source(cell: dict) -> str:
 
 
 def _graded(nb: dict) -> list[dict]:
-    return [c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    return [c for c in nb["cells"] if is_graded(c)]
 
 
 def _gid(cell: dict) -> str:

@@ -142,7 +142,7 @@ def test_hostile_gpu_kernels_cost_only_their_tests(gpu_course: Path) -> None:
     """Each hostile kernel is followed, on the same GPU, by an honest submission that must get full marks."""
     from autograder import schedule
     from autograder.course import Course
-    from autograder.harness.store import gradebook_scores
+    from autograder.reports.store import gradebook_scores
     from autograder.records import Limits
 
     c = Course(gpu_course)

@@ -23,7 +23,8 @@ from tests.support import ROOT
 pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
 from tests.support import grading_fixtures as gf  # noqa: E402
 from autograder.harness import sandbox as sb  # noqa: E402
-from autograder.harness.assemble import assemble, grade_id  # noqa: E402
+from autograder.cell_metadata import grade_id  # noqa: E402
+from autograder.harness.assemble import assemble  # noqa: E402
 
 # CI sets GEMMLAB_CI=1 (.ci/run): there a missing sandbox fails these tests instead of skipping them.
 needs_bwrap = pytest.mark.skipif(bool(sb.check_bwrap()) and os.environ.get("GEMMLAB_CI") != "1",
@@ -172,7 +173,7 @@ def test_check_gemm_rejects_torch_computation_in_grading_mode(monkeypatch) -> No
 
 # --------------------------------------------------------------------------- feedback
 def test_feedback_shows_results_heatmap_roofline_and_no_hidden_source() -> None:
-    from autograder.harness import feedback
+    from autograder.reports import feedback
     from autograder.records import SubmissionResult
     from gemmlab.timing.bench import BenchResult
     from gemmlab.timing.perfbar import PerfBarResult
@@ -228,7 +229,7 @@ def test_instructor_cli_grades_hostile_class(course: Path, tmp_path: Path) -> No
     assert "NOT GRADED, in part or whole, for 1 student(s):\n  garbage: tiny.ipynb: the hand-in was refused: it is " \
            "not a notebook: not valid JSON" in proc.stdout, proc.stdout[-3000:]
     assert "student" in proc.stdout and "honest" in proc.stdout and "autograde tiny [" in proc.stderr
-    from autograder.harness.store import gradebook_scores
+    from autograder.reports.store import gradebook_scores
 
     scores = gradebook_scores(f"sqlite:///{course / 'autograder' / 'gradebook.db'}", "tiny")
     wrong = {k: (scores.get(k), v) for k, v in gf.EXPECTED.items() if scores.get(k, (None,))[0] != v}
@@ -266,7 +267,7 @@ def test_ray_workers_retry_infrastructure_failures_without_double_counting(cours
     pytest.importorskip("ray", reason="pip install -e '.[grade]' (scripts/test.sh does)")
     from autograder import schedule
     from autograder.course import Course
-    from autograder.harness.store import gradebook_scores
+    from autograder.reports.store import gradebook_scores
     from autograder.records import Limits
 
     c = Course(course)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelhouse.py --profile gpu-grade)")
+from autograder.cell_metadata import grade_id  # noqa: E402
 from autograder.harness import runner  # noqa: E402
 from autograder.harness.runner import grade_submission  # noqa: E402
 from autograder.records import GradeJob, NotebookParts  # noqa: E402
@@ -40,7 +41,7 @@ def _grade(monkeypatch, change=None) -> dict:
     name, source, release = gf.course_parts(ASSIGNMENT)
     nb = gf.solved(source, release)
     if change:
-        change({c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]})
+        change({grade_id(c): c for c in nb["cells"]})
     result = grade_submission(GradeJob("student", ASSIGNMENT, "t", {name: NotebookParts(source, release, nb)}))
     return {c.grade_id: c for c in result.cells}
 

@@ -19,6 +19,7 @@ from autograder.harness import runner  # noqa: E402
 from autograder.harness.runner import grade_submission  # noqa: E402
 from autograder.records import GradeJob, NotebookParts  # noqa: E402
 from tests.autograder.test_grading import needs_bwrap  # noqa: E402
+from autograder.cell_metadata import grade_id, is_answer  # noqa: E402
 
 pytestmark = [pytest.mark.slow, needs_bwrap]
 
@@ -29,9 +30,9 @@ def _dsl_hand_in(assignment: str, cpp_cells: tuple[str, ...], edits: dict[str, t
     name, source, release = gf.course_parts(assignment)
     nb = gf.solved(source, release)
     released = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in release["cells"]
-                if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+                if is_answer(c)}
     for cell in nb["cells"]:
-        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        gid = grade_id(cell)
         if gid in cpp_cells:
             cell["source"] = released[gid]
         if gid in (edits or {}):

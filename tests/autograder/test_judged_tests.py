@@ -17,6 +17,7 @@ pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelho
 from autograder.harness.runner import grade_submission  # noqa: E402
 from autograder.records import GradeJob, NotebookParts  # noqa: E402
 from tests.autograder.test_grading import needs_bwrap  # noqa: E402
+from autograder.cell_metadata import grade_id, is_answer  # noqa: E402
 
 NOTEBOOK = "00_gpu_and_roofline"
 FILE = f"{NOTEBOOK}.ipynb"
@@ -54,7 +55,7 @@ def _notebooks() -> tuple[dict, dict, dict[str, str]]:
     source = json.loads((ROOT / "solutions" / NOTEBOOK / FILE).read_text())
     release = json.loads((ROOT / "course" / NOTEBOOK / FILE).read_text())
     answers = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in source["cells"]
-               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+               if is_answer(c)}
     return source, release, answers
 
 
@@ -63,7 +64,7 @@ def _hand_in(release: dict, answers: dict[str, str], cheats: list[str]) -> dict:
     nb = json.loads(json.dumps(release))
     k = 0
     for cell in nb["cells"]:
-        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        gid = grade_id(cell)
         if gid in answers:
             first = answers[gid].split("def ", 1)[1].split("(", 1)[0]
             cell["source"] = answers[gid] + "\n" + CHEATS[cheats[k % len(cheats)]].replace("{fn}", first)
@@ -147,7 +148,7 @@ def _graded_with_cheats(monkeypatch, assignment: str, wrong: tuple[str, str, str
     monkeypatch.setattr(runner, "gpu_arch", lambda gpu: "sm_90")
     name, source, release = gf.course_parts(assignment)
     nb = gf.solved(source, release)
-    by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
+    by_id = {grade_id(c): c for c in nb["cells"]}
     cell, old, new = wrong
     text = "".join(by_id[cell]["source"])
     assert text.count(old) == 1, f"{assignment}'s {cell} no longer holds {old!r} once: update the test"
@@ -212,7 +213,7 @@ def test_04_and_04b_graded_on_a_gpu(assignment: str, wrong: tuple[str, str, str]
     name, source, release = gf.course_parts(assignment)
     nb = gf.solved(source, release)
     if wrong is not None:
-        by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
+        by_id = {grade_id(c): c for c in nb["cells"]}
         cell, old, new = wrong
         text = "".join(by_id[cell]["source"])
         assert text.count(old) == 1, f"{assignment}'s {cell} no longer holds {old!r} once: update the test"

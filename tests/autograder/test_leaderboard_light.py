@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import leaderboard as lb
+from autograder.reports import leaderboard as lb
 from tests.autograder.capstone_records import graded_notebook
 from gemmlab.timing.leaderboard_draw import draw_runs
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder import cli
-from autograder.lms_export import ExportError, Score, canvas_csv, export, gradebook_scores, moodle_csv, read_people
+from autograder.reports.lms_export import ExportError, Score, canvas_csv, export, gradebook_scores, moodle_csv, read_people
 
 SCORES = [Score("alice", "02_tiled_copy", 12.0, 14.0), Score("bob", "02_tiled_copy", 3.5, 14.0),
           Score("carol", "02_tiled_copy", 0.0, 14.0), Score("alice", "01_layouts_and_partitioning", 7.25, 10.0)]

@@ -24,7 +24,7 @@ pytest.importorskip("nbgrader", reason="the grader needs nbgrader (tools/wheelho
 from tests.support import course_gradings as cg  # noqa: E402
 from tests.support import grading_fixtures as gf  # noqa: E402
 from autograder.harness import sandbox as sb  # noqa: E402
-from autograder.harness.assemble import needs_gpu  # noqa: E402
+from autograder.cell_metadata import grade_id, is_graded, needs_gpu  # noqa: E402
 from autograder.harness.wellformed import clean_notebook, clean_outputs  # noqa: E402
 import mark_gpu_cells  # noqa: E402
 
@@ -204,7 +204,7 @@ def test_a_display_only_cell_runs_in_neither_kernel_when_graded(graded_00_on_hop
     ended = [e for e in r.events if "restarted" in e or "exit" in e.lower() or "died" in e]
     assert not ended and not r.events, r.events
     (name,) = r.executed
-    (cell,) = [c for c in r.executed[name]["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    (cell,) = [c for c in r.executed[name]["cells"] if grade_id(c)
                == cg.DISPLAY_ONLY_CELL]
     assert "".join(o.get("text", "") for o in cell["outputs"]) == NOT_RUN_WHEN_GRADED
 
@@ -229,7 +229,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def _gid_index(nb: dict, gid: str) -> int:
-    return next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == gid)
+    return next(i for i, c in enumerate(nb["cells"]) if grade_id(c) == gid)
 
 
 def _hostile_metadata_and_fault_words(nb: dict) -> str:
@@ -324,7 +324,7 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(graded_class
     cells = source["cells"]
     last_answer = gf.answer_index({"cells": cells[::-1]})
     lost = next(c["metadata"]["nbgrader"]["points"] for c in cells[len(cells) - last_answer:]
-                if c["metadata"].get("nbgrader", {}).get("grade"))     # the test after the answer that is a number
+                if is_graded(c))     # the test after the answer that is a number
     for student in ("perfect", *gf.MALFORMED_GRADED):
         r = results[student]
         want = full - gpu_points - (lost if student == "number_source" else 0)
@@ -352,7 +352,7 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(graded_class
     proc = _cli("--course", str(root), "autograde", A, "--workers", "2")
     assert proc.returncode == 1 and "unchanged attempts reused" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    from autograder.harness.store import gradebook_scores
+    from autograder.reports.store import gradebook_scores
 
     scores = gradebook_scores(f"sqlite:///{root / 'autograder' / 'gradebook.db'}", A)
     assert {s: scores[s][0] for s in results} == {s: r["score"] for s, r in results.items()}, "gradebook = results"
@@ -363,7 +363,7 @@ def _hostile_hand_ins_hurt_only_themselves(root: Path, name: str, results: dict,
     answers fail, with its notebook recorded and its feedback written."""
     cells = json.loads((root / "solutions" / A / name).read_text())["cells"]
     points = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"].get("points", 0) for c in cells
-              if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+              if is_graded(c)}
     for student, (_, lost, words) in HOSTILE_00.items():
         r = results[student]
         if lost is None:
@@ -421,6 +421,6 @@ def test_marking_a_judged_test_needs_a_graded_cell() -> None:
     with pytest.raises(mark_gpu_cells.MarkError, match="no graded cell no_such_test to judge"):
         mark_gpu_cells.marked(source, (), A, None, ("no_such_test",))
     marked = mark_gpu_cells.marked(source, (GPU_TEST,), A, None, (GPU_TEST,))
-    from autograder.harness.assemble import judged_launches
+    from autograder.cell_metadata import judged_launches
 
     assert [c["metadata"]["nbgrader"]["grade_id"] for c in marked["cells"] if judged_launches(c)] == [GPU_TEST]

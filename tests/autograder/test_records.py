@@ -6,6 +6,7 @@ import json
 
 from autograder.records import CellResult, GradeJob, Limits, NotebookParts, PublishedResult, SubmissionResult
 from tests.support import ROOT
+from autograder.cell_metadata import grade_id
 
 NB = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 
@@ -48,12 +49,12 @@ def test_scan_flags_answers_that_call_a_library_twin_of_the_exercise() -> None:
     """An answer may call a library twin of what it was asked to write: the grader cannot tell a call
     from a copy, so the instructor is shown it (docs/THREAT_MODEL.md, Limits). The patterns live on
     the instructor's answer cells, so each notebook flags its own twins."""
-    from autograder.harness.assemble import answer_flags
+    from autograder.cell_metadata import answer_flags
     from autograder.harness.runner import scan
 
     def cells(name: str) -> dict:
         nb = json.loads((ROOT / "solutions" / name / f"{name}.ipynb").read_text())
-        return {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
+        return {grade_id(c): c for c in nb["cells"]}
 
     nb00, nb01 = cells("00_gpu_and_roofline"), cells("01_layouts_and_partitioning")
     naive = answer_flags(nb00["naive_solution"])

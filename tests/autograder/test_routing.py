@@ -6,7 +6,7 @@ import pytest
 
 from tests.support import ROOT
 
-from autograder.harness.assemble import grade_id, judged_launches
+from autograder.cell_metadata import grade_id, judged_launches
 from autograder.harness.routing import defined_names, dsl_dependencies, one_side_cells
 
 
@@ -38,7 +38,7 @@ def test_a_cells_temporaries_carry_no_dsl_dependency() -> None:
     ("09_capstone", set(), set()),
 ])
 def test_cells_that_build_dsl_kernels_run_in_the_students_kernel_and_bars_in_the_judge(assignment, student, judge):
-    from autograder.harness.assemble import display_only
+    from autograder.cell_metadata import display_only
 
     on_student, on_judge = one_side_cells(_notebook(assignment))
     assert student <= on_student and judge <= on_judge and not on_student & on_judge
@@ -67,7 +67,7 @@ def test_every_test_of_a_dsl_answer_is_judged(assignment: str) -> None:
 def test_a_cell_that_runs_in_the_judge_alone_defines_nothing_the_students_kernel_reads_later(assignment: str) -> None:
     """A ``judge_only`` cell (05's C++ builds) does not run in the student's kernel when graded: no cell that runs
     there after it (answer cells, cells that build DSL kernels, cells that run in both) may read what it defines."""
-    from autograder.harness.assemble import display_only, is_answer, is_graded, judge_only
+    from autograder.cell_metadata import display_only, is_answer, is_graded, judge_only
     from autograder.harness.routing import used_names
 
     nb = _notebook(assignment)
@@ -91,7 +91,7 @@ def test_a_cell_the_grader_skips_defines_and_changes_nothing_another_cell_reads(
     """A ``display_only`` cell runs in neither kernel when graded. So it defines no public name (imports included:
     a student's later cell might use one) and changes no object of the notebook's (item or attribute assignment,
     a mutating method, ``global``, in the cell or in a notebook function it calls): a later cell could read it."""
-    from autograder.harness.assemble import display_only, is_answer, is_graded
+    from autograder.cell_metadata import display_only, is_answer, is_graded
     from autograder.harness.routing import changes_outside
 
     nb = _notebook(assignment)

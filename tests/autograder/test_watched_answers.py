@@ -15,6 +15,7 @@ from autograder.harness.runner import grade_submission  # noqa: E402
 from autograder.records import GradeJob, NotebookParts  # noqa: E402
 from tests.autograder.test_grading import needs_bwrap  # noqa: E402
 from tests.support import grading_fixtures as gf  # noqa: E402
+from autograder.cell_metadata import grade_id  # noqa: E402
 
 ASSIGNMENT = "01_layouts_and_partitioning"
 
@@ -28,7 +29,7 @@ def _hand_in(release: dict, answers: dict[str, str]) -> dict:
     """The release with ``answers`` (grade_id -> source) in its answer cells."""
     nb = copy.deepcopy(release)
     for cell in nb["cells"]:
-        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        gid = grade_id(cell)
         if gid in answers:
             cell["source"] = answers[gid]
     return nb

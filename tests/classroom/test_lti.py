@@ -99,7 +99,7 @@ def _status_of_api(user: HubUser) -> int:
 
 
 def test_grades_go_back_through_ags(klass: RunningClass, lms: Platform) -> None:
-    from autograder.lms_export import Score
+    from autograder.reports.lms_export import Score
     from classroom.ags import send_grades
     from classroom.settings import ClassDir
 

@@ -7,6 +7,7 @@ import textwrap
 
 from tests.gemmlab.remote.launchers import TN_SOURCE
 from tests.support import ROOT
+from autograder.cell_metadata import grade_id
 
 ASSIGNMENT = "02_tiled_copy"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
@@ -28,7 +29,7 @@ def answer(kind: str) -> str:
     """The student's ``copy_layouts`` cell: the solution, a plausible mistake, or a hostile cell."""
     nb = json.loads((ROOT / "solutions" / ASSIGNMENT / NOTEBOOK).read_text())
     (solution,) = ["".join(c["source"]) for c in nb["cells"]
-                   if c["metadata"].get("nbgrader", {}).get("grade_id") == ANSWER]
+                   if grade_id(c) == ANSWER]
     solution = "\n".join(line for line in solution.splitlines() if "### " not in line)
     if kind == "honest":
         return solution

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tests.support import hopper07
+from autograder.cell_metadata import grade_id
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def test_the_run_on_many_ctas_is_a_demonstration_and_exercise_10_keeps_its_point
     Hopper grader reported 07 as not all graded: it is now an ungraded cell the grader does not run, and the grid test
     carries Exercise 10's two points (30 in all, as before)."""
     nb = json.loads(hopper07.NOTEBOOK.read_text())
-    meta = {c["metadata"].get("nbgrader", {}).get("grade_id"): c["metadata"] for c in nb["cells"]}
+    meta = {grade_id(c): c["metadata"] for c in nb["cells"]}
     assert "test_bw_many_ctas" not in meta
     assert meta["bw_many_ctas"]["nbgrader"]["grade"] is False and meta["bw_many_ctas"]["gemmlab"] == {"display_only": True}
     assert meta["test_bw_grid"]["nbgrader"]["points"] == 2

@@ -40,6 +40,7 @@ import pytest
 
 from tests.support import ROOT
 from tests.support.browser import require_browser
+from autograder.cell_metadata import grade_id, is_graded
 ASSIGNMENT = "01_layouts_and_partitioning"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 STUDENT = "alice"
@@ -91,7 +92,7 @@ def _solution_source(cell_source: str) -> str:
 
 def _solutions() -> dict[str, str]:
     nb = nbformat.read(ROOT / "solutions" / ASSIGNMENT / NOTEBOOK, as_version=4)
-    found = {c.metadata.get("nbgrader", {}).get("grade_id"): _solution_source(c.source) for c in nb.cells}
+    found = {grade_id(c): _solution_source(c.source) for c in nb.cells}
     missing = [g for g in TYPED if g not in found]
     assert not missing, f"solutions/{ASSIGNMENT}/{NOTEBOOK} has no cells {missing}; update TYPED in {__file__}"
     return found
@@ -130,7 +131,7 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
     solutions = _solutions()
     nb = nbformat.read(ROOT / "course" / ASSIGNMENT / NOTEBOOK, as_version=4)
     for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        gid = grade_id(cell)
         if gid in SUBMITTED:
             cell.source = solutions[gid]
     sub = root / "submitted" / STUDENT / ASSIGNMENT
@@ -147,7 +148,7 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
         score, max_score = float(s.score), float(s.max_score)
     # The graded cells right after the two solved exercises pass, the copy kernel test fails.
     points = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"].get("points", 0)
-              for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+              for c in nb.cells if is_graded(c)}
     want = points["test_crd2idx"] + points["test_owned"]
     assert (score, max_score) == (want, sum(points.values())), (
         f"autograde scored the prepared submission {score}/{max_score}, expected {want}/{sum(points.values())} "

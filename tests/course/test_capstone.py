@@ -21,7 +21,9 @@ from tests.support.kernel_resources import assert_no_spills
 import solution_cells  # noqa: E402
 from tests.support.timeline_marks import marks_in, without_marks
 
-from autograder import leaderboard as lb  # noqa: E402
+from autograder.reports import leaderboard as lb  # noqa: E402
+from gemmlab.dtypes import dtype_name  # noqa: E402
+from autograder.cell_metadata import grade_id  # noqa: E402
 
 ASSIGNMENT = "09_capstone"
 NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -31,7 +33,7 @@ RELEASE = ROOT / "course" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 def cells_by_id(path: Path = NOTEBOOK) -> dict:
     """The capstone notebook's cells by nbgrader grade_id (also used by test_gpu_capstone.py)."""
     nb = nbformat.read(path, as_version=4)
-    return {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    return {grade_id(c): c for c in nb.cells}
 
 
 # ------------------------------------------------------------------ the notebook itself
@@ -184,7 +186,7 @@ def _fake_gemmlab(ratios: dict, passed: bool = True, benched: list | None = None
         return types.SimpleNamespace(passed=passed, __str__=lambda self: "table")
 
     def bench_gemm(fn, shape, dtype, label="", seed=None):
-        name = str(dtype).replace("torch.", "")
+        name = dtype_name(dtype)
         if benched is not None:
             benched.append((tuple(shape), name, seed))
         r = ratios[(lb.nominal_size({"shape": list(shape)}), name)]
@@ -362,7 +364,7 @@ def _autograded(folder: Path, student: str, outputs: dict[str, list]) -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            gid = grade_id(cell)
             cell.outputs = [nbformat.from_dict(o) for o in outputs.get(gid, [])]
     dest = folder / "autograder" / "autograded" / student / ASSIGNMENT
     dest.mkdir(parents=True)

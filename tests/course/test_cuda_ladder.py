@@ -14,6 +14,7 @@ import torch
 from tests.support import ROOT
 from tests.support.kernel_resources import assert_no_spills
 import solution_cells  # noqa: E402
+from autograder.cell_metadata import grade_id as grade_id_of  # noqa: E402
 
 ASSIGNMENT = "08_cuda_ladder"
 TAGS = ["kernel:ladder_launch", "kernel:ladder_naive", "kernel:ladder_smem", "kernel:ladder_wmma_common",
@@ -28,7 +29,7 @@ def ns():
 
 def cell_by_grade_id(grade_id: str) -> str:
     nb = nbformat.read(solution_cells.notebook_path(ASSIGNMENT), as_version=4)
-    hits = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    hits = [c.source for c in nb.cells if grade_id_of(c) == grade_id]
     assert len(hits) == 1, f"expected one cell with grade_id {grade_id!r}"
     return hits[0]
 

@@ -14,7 +14,7 @@ import torch
 import solution_cells  # noqa: E402
 from tests.course.test_capstone import cells_by_id, run_speed_cell  # noqa: E402
 
-from autograder import leaderboard as lb  # noqa: E402
+from autograder.reports import leaderboard as lb  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

@@ -18,6 +18,7 @@ from tests.support import ROOT
 from tests.support.timeline_marks import marks_in, without_marks
 from tests.support.kernel_resources import assert_no_spills
 import solution_cells  # noqa: E402
+from autograder.cell_metadata import grade_id  # noqa: E402
 
 ASSIGNMENT = "07_hopper"
 NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -28,7 +29,7 @@ KERNEL_TAGS = ["kernel:hopper_common", "kernel:hopper_one_tile", "kernel:hopper_
 def _cells(*grade_ids: str) -> dict:
     """Run the given (untagged) notebook cells, in order, in a namespace like the notebook's."""
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells}
+    by_id = {grade_id(c): c.source for c in nb.cells}
     ns: dict = {}
     exec("import math, random, numpy as np, torch\nfrom gemmlab import layout as L, draw, nbhelpers as nbh\n"
          "import matplotlib\nmatplotlib.use('Agg')\n"

@@ -14,6 +14,7 @@ import torch
 from tests.support import ROOT
 from tests.support.kernel_resources import read_resources
 import solution_cells  # noqa: E402
+from autograder.cell_metadata import grade_id  # noqa: E402
 
 ASSIGNMENT = "06_pipelining"
 NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
@@ -22,7 +23,7 @@ NOTEBOOK = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 def _cells(*grade_ids: str) -> dict:
     """Run the given (untagged) notebook cells, in order, in a namespace like the notebook's."""
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells}
+    by_id = {grade_id(c): c.source for c in nb.cells}
     ns: dict = {}
     exec("import math, numpy as np, torch\nfrom gemmlab import layout as L, banks", ns)
     for gid in grade_ids:
@@ -86,7 +87,7 @@ def test_timeline_model_rule_of_thumb() -> None:
     import math
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    src = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "timeline_model")
+    src = next(c.source for c in nb.cells if grade_id(c) == "timeline_model")
     ns: dict = {"math": math}
     exec(src.split("fig, axes")[0], ns)                   # the model's functions, not the drawing
     sim, busy = ns["simulate_pipeline"], ns["busy_fraction"]

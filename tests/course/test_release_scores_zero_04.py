@@ -19,10 +19,11 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 from tests.support import ROOT  # noqa: E402
 from tests.support.graded_cells import cells_by_grade_id, python  # noqa: E402
+from autograder.cell_metadata import grade_id, is_answer, is_graded  # noqa: E402
 
 
 def _graded(cell) -> bool:
-    return bool(cell.metadata.get("nbgrader", {}).get("grade")) and cell.cell_type == "code"
+    return is_graded(cell) and cell.cell_type == "code"
 
 
 @pytest.mark.slow
@@ -40,12 +41,12 @@ def test_every_graded_cell_fails_on_the_untouched_release(assignment: str, no_gp
     for index, cell in enumerate(release.cells):
         if cell.cell_type != "code":
             continue
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell{index}"
+        gid = grade_id(cell) or f"cell{index}"
         source = python(instructor[gid] if _graded(cell) else cell.source)
         path = folder / f"{index:02d}_{gid}.py"
         path.write_text(source)
         code = compile(source, str(path), "exec")
-        if cell.metadata.get("nbgrader", {}).get("solution"):
+        if is_answer(cell):
             try:                              # a placeholder answer may raise (NotImplementedError): it is only the
                 exec(code, ns)                # student's cell, which the grader runs with errors allowed
             except Exception:  # noqa: BLE001

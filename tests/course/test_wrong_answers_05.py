@@ -18,6 +18,7 @@ import matplotlib
 import pytest
 
 from tests.support.graded_cells import cells_by_grade_id, python, run_cells, visible_part
+from autograder.cell_metadata import is_answer
 
 matplotlib.use("Agg")
 NB = "05_global_gemm"
@@ -600,7 +601,7 @@ def _release_answers() -> dict[str, str]:
 
     nb = nbformat.read(ROOT / "course" / NB / f"{NB}.ipynb", as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+            if is_answer(c)}
 
 
 @pytest.mark.parametrize("test", ["test_tile_order", "test_copies_and_mma_slow", "test_one_k_tile_slow",

@@ -18,6 +18,7 @@ import matplotlib
 import pytest
 
 from tests.support.graded_cells import cells_by_grade_id, python, run_cells, visible_part
+from autograder.cell_metadata import grade_id, is_answer
 
 matplotlib.use("Agg")
 NB = "06_pipelining"
@@ -109,11 +110,11 @@ def test_the_reference_is_not_in_the_students_notebook() -> None:
     text = "\n".join(c.source for c in release.cells)
     assert "_ref_plan" not in text and "_ref_choice" not in text
     answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in release.cells
-               if c.metadata.get("nbgrader", {}).get("solution")}
+               if is_answer(c)}
     for gid in ("plan", "choose_config"):
         assert "raise NotImplementedError()" in answers[gid] and "math.ceil" not in answers[gid]
     for gid in ("tile_budget", "plan_checker", "plan_table"):          # no given cell computes the equation
-        given = next(c.source for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
+        given = next(c.source for c in release.cells if grade_id(c) == gid)
         assert "t_mma" not in given and "latency_us\"] +" not in given
 
 
@@ -125,7 +126,7 @@ def test_the_release_scores_nothing(test: str) -> None:
 
     release = nbformat.read(ROOT / "course" / NB / f"{NB}.ipynb", as_version=4)
     answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in release.cells
-               if c.metadata.get("nbgrader", {}).get("solution")}
+               if is_answer(c)}
     cells = PLAN_CELLS if test == "test_plan" else CHOOSE_CELLS
     with pytest.raises(Exception, match="not written yet"):
         run_cells(NB, cells, replace={g: answers[g] for g in ("plan", "choose_config") if g in cells})
@@ -225,7 +226,7 @@ def test_the_release_scores_nothing_on_the_kernel(no_gpu, test: str) -> None:
 
     nb = nbformat.read(ROOT / "course" / NB / f"{NB}.ipynb", as_version=4)
     answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-               if c.metadata.get("nbgrader", {}).get("solution")}
+               if is_answer(c)}
     assert release
     with pytest.raises(Exception, match="Neither option built"):
         _run_kernel_test({g: answers[g] for g in KERNEL_CELLS if g in answers}, tests=[test])

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support import ROOT
 from tests.support.notebook08 import CELLS, CONTEXT, NB, ONE_SLOT_LOOP, edit, graded, swizzle_body
+from autograder.cell_metadata import grade_id, is_answer, is_graded
 
 matplotlib.use("Agg")
 pytestmark = pytest.mark.usefixtures("no_gpu")     # gemmlab sees no GPU while the cells run
@@ -39,12 +40,12 @@ def test_the_solution_passes_every_graded_cell(test: str) -> None:
 def release_answers() -> dict[str, str]:
     nb = nbformat.read(ROOT / "course" / NB / f"{NB}.ipynb", as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+            if is_answer(c)}
 
 
 def test_every_graded_cell_is_tested_here() -> None:
     nb = nbformat.read(ROOT / "solutions" / NB / f"{NB}.ipynb", as_version=4)
-    graded_ids = {c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+    graded_ids = {c.metadata["nbgrader"]["grade_id"] for c in nb.cells if is_graded(c)}
     assert graded_ids == set(CONTEXT)
     assert set(release_answers()) <= {gid for context in CONTEXT.values() for gid in context}
 
@@ -213,7 +214,7 @@ def test_rung_5_written_so_the_cpu_cannot_read_it_is_left_to_the_gpu_and_its_poi
         printed = graded("test_swizzle_order", {"swizzle_src": edit("swizzle_src", old, new)})
         assert "is not read on the CPU" in printed and "NOT CHECKED (1 point)" in printed, printed
     nb = nbformat.read(ROOT / "solutions" / NB / f"{NB}.ipynb", as_version=4)
-    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_swizzle_order")
+    cell = next(c for c in nb.cells if grade_id(c) == "test_swizzle_order")
     assert cell.metadata["gemmlab"]["needs_gpu"] is True
 
 

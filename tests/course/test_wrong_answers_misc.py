@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from tests.support import ROOT
+from autograder.cell_metadata import grade_id as grade_id_of
 
 
 def _notebook(name: str) -> nbformat.NotebookNode:
@@ -24,7 +25,7 @@ def _notebook(name: str) -> nbformat.NotebookNode:
 
 
 def _source(nb: nbformat.NotebookNode, grade_id: str) -> str:
-    [src] = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    [src] = [c.source for c in nb.cells if grade_id_of(c) == grade_id]
     return src
 
 

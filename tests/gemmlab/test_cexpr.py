@@ -95,10 +95,24 @@ def test_a_straight_line_function_is_evaluated_for_every_argument_at_once() -> N
     ("int f(int a) { return make_int2(a); }", "two values"),
     ("int f(int a) { int2 t = make_int2(a, a); return t.x; }", "not a statement"),
     ("int f(int a) { return x; }", "'x'"),
+    ('#include "order.h"\nint f(int a) { return a; }', "preprocessor"),   # a header could #define anything
+    ("int f(int a) { int b = 1; int b = 2; return b; }", "declared twice"),
+    ("int f(int a) { int a = 1; return a; }", "declared twice"),
+    ("int f(const int a) { a += 1; return a; }", "const"),
+    ("void f(int a, int& b) { b = a; }", "int& parameters"),
 ])
 def test_what_is_not_straight_line_c_of_ints_is_refused_with_its_reason(source: str, match: str) -> None:
     with pytest.raises(cexpr.CExpressionError, match=match):
         cexpr.evaluate_function(source, "f", a=np.arange(3))
+
+
+def test_the_function_reader_is_shared_with_cfunction_and_reads_qualified_min_and_max() -> None:
+    source = ("__device__ __forceinline__ int2 f(int a) "
+              "{ const int b = std::min(a, 2) + ::max(a, 0); return make_int2(b, cute::min(a, 1)); }")
+    b, c = cexpr.evaluate_function(source, "f", a=np.array([-1, 1, 5]))
+    assert b.tolist() == [-1, 2, 7] and c.tolist() == [-1, 1, 1]
+    fn = cexpr.definition(source, "f")
+    assert fn.inputs == ("a",) and not fn.outputs and not fn.is_void
 
 
 def test_a_missing_parameter_and_a_non_string_are_refused() -> None:

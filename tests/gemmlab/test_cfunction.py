@@ -50,7 +50,7 @@ def test_the_definition_is_read_with_its_inputs_and_outputs() -> None:
     ("void f(int a, int& b) { for (int i = 0; i < 2; ++i) b = i; }", "straight-line"),
     ("void f(int a, int& b) { b = abs(a); }", "not allowed"),
     ("void f(int a, int& b) { int c = a; }", "never assigns b"),
-    ("void f(int a, int& b) { c = a; b = c; }", "never declared"),
+    ("void f(int a, int& b) { c = a; b = c; }", "not declared before"),
     ("void f(int a, int& b) { int c = a; int c = 2; b = c; }", "declared twice"),
     ("void f(int a, int& b) { b = a * 65536 * 65536; }", "overflows"),
     ("void f(int a, int& b) { b = a / 0; }", "division by zero"),

@@ -26,6 +26,7 @@ from .helpers import Klass, ScriptedExecutor
 pytest.importorskip("nbclient", reason="nbclient runs the notebook (pip install nbclient)")
 pytest.importorskip("nbgrader", reason="the hand-in is built from the nbgrader release (tools/wheelhouse.py)")
 from tests.support import grading_fixtures as gf  # noqa: E402
+from autograder.cell_metadata import grade_id, is_graded  # noqa: E402
 
 A = "05_global_gemm"
 #: 05's graded tests whose GPU work is all check_gemm and bench_gemm (``gpu_graded(..., pool=True)``).
@@ -48,10 +49,6 @@ class Counting:
 
     def close(self) -> None:
         self.inner.close()
-
-
-def _grade_id(cell: Any) -> str:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
 
 
 def _text(cell: Any) -> str:
@@ -78,10 +75,10 @@ def _work_through(assignment: str, start: Callable[..., RunningService], klass: 
     client = notebook_client(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                              resources={"metadata": {"path": str(ROOT / "course" / assignment)}})
     client.execute(env=kernel_env)          # raises CellExecutionError naming the failing cell
-    cells = {_grade_id(c): c for c in nb.cells if c.cell_type == "code"}
+    cells = {grade_id(c): c for c in nb.cells if c.cell_type == "code"}
     for gid, cell in cells.items():      # nbgrader scores a graded cell that writes to stderr 0
         stderr = [o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stderr"]
-        assert not (cell.metadata.get("nbgrader", {}).get("grade") and stderr), (gid, stderr)
+        assert not (is_graded(cell) and stderr), (gid, stderr)
     return cells, judges
 
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from tests.support import grading_fixtures as gf
-
-
-def _gid(cell: dict) -> str:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+from autograder.cell_metadata import grade_id
 
 
 def grade(assignment: str, replace: dict[str, str] | None = None, placeholders: Iterable[str] = (),
@@ -26,12 +23,12 @@ def grade(assignment: str, replace: dict[str, str] | None = None, placeholders: 
 
     name, source, release = gf.course_parts(assignment)
     nb = gf.solved(source, release)
-    released = {_gid(c): c["source"] for c in release["cells"]}
+    released = {grade_id(c): c["source"] for c in release["cells"]}
     replace = replace or {}
     unknown = [g for g in [*replace, *placeholders] if g not in released]
     assert not unknown, f"{assignment} has no cells {unknown}: the notebook changed, update the test"
     for cell in nb["cells"]:
-        gid = _gid(cell)
+        gid = grade_id(cell)
         if gid in placeholders:
             cell["source"] = released[gid]
         if gid in replace:

@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 
 from tests.support import ROOT
+from autograder.cell_metadata import grade_id
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
 
@@ -35,7 +36,7 @@ def release_cells(assignment: str) -> dict[str, str]:
 def _by_grade_id(path: Path) -> dict[str, str]:
     nb = nbformat.read(path, as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade_id")}
+            if grade_id(c)}
 
 
 def python(cell_source: str) -> str:

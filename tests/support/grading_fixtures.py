@@ -13,6 +13,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.cell_metadata import grade_id, is_answer
+
 HIDDEN_MARKER = "HIDDEN-MARKER-7f3a"
 POINTS = {"test_square": 2, "test_gemm": 3, "test_cube": 1}
 
@@ -113,10 +115,6 @@ EXPECTED = {"honest": 6, "warns": 6, "wrong": 4, "loop": 4, "sleep_uninterruptib
             "fake_test_cell": 0}
 
 
-def _gid(cell) -> str:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-
-
 def submission(release: nbformat.NotebookNode, kind: str, paths: list[str] | None = None) -> nbformat.NotebookNode:
     nb = copy.deepcopy(release)
     answers = dict(ANSWERS)
@@ -126,18 +124,18 @@ def submission(release: nbformat.NotebookNode, kind: str, paths: list[str] | Non
     else:
         answers.update(HOSTILE[kind])
     for cell in nb.cells:
-        gid = _gid(cell)
+        gid = grade_id(cell)
         if gid in answers:
             src = answers[gid]
             if kind == "snoop" and gid == "square":
                 src = f"PATHS = {json.dumps(paths or [])}\n" + src
             cell.source = src
-    tests = [c for c in nb.cells if _gid(c).startswith("test_")]
+    tests = [c for c in nb.cells if grade_id(c).startswith("test_")]
     if kind == "edit_tests":
         for c in tests:
             c.source = "pass"
     elif kind == "delete_tests":
-        nb.cells = [c for c in nb.cells if not _gid(c).startswith("test_")]
+        nb.cells = [c for c in nb.cells if not grade_id(c).startswith("test_")]
     elif kind == "skip_tag":
         for c in tests:
             c.metadata["tags"] = ["skip-execution", "raises-exception"]
@@ -196,7 +194,7 @@ def gpu_source_notebook() -> nbformat.NotebookNode:
 def gpu_submission(release: nbformat.NotebookNode, kind: str) -> nbformat.NotebookNode:
     nb = copy.deepcopy(release)
     for cell in nb.cells:
-        if _gid(cell) == "gemm":
+        if grade_id(cell) == "gemm":
             if kind == "hog":
                 cell.source = ("import torch\n_hog = []\ntry:\n    while True:\n"
                                "        _hog.append(torch.empty(1 << 30, dtype=torch.uint8, device='cuda'))\n"
@@ -250,11 +248,11 @@ def course_parts(assignment: str) -> tuple[str, dict, dict]:
 
 def solved(source: dict, release: dict) -> dict:
     """The release with the solutions' answers filled in: a hand-in that earns full marks."""
-    answers = {_gid(c): c["source"] for c in source["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    answers = {grade_id(c): c["source"] for c in source["cells"] if is_answer(c)}
     nb = copy.deepcopy(release)
     for c in nb["cells"]:
-        if _gid(c) in answers:
-            c["source"] = answers[_gid(c)]
+        if grade_id(c) in answers:
+            c["source"] = answers[grade_id(c)]
     return nb
 
 
@@ -273,7 +271,7 @@ def dumps_big_ints(value: object) -> str:
 
 def answer_index(nb: dict) -> int:
     """The index of a notebook's first answer (nbgrader solution) cell."""
-    return next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    return next(i for i, c in enumerate(nb["cells"]) if is_answer(c))
 
 
 def _with(nb: dict, change) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support import ROOT
 import release  # noqa: E402
+from autograder.cell_metadata import grade_id  # noqa: E402
 
 ASSIGNMENTS = release.assignments()
 #: Wall-clock seconds one cell may take: only a backstop against a hang. What a cell does is bounded by its own
@@ -114,7 +115,7 @@ def test_solutions_run_on_gpu(assignment: str) -> None:
 def _cells_by_grade_id(path: Path) -> dict[str, str]:
     nb = nbformat.read(path, as_version=4)
     return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade_id")}
+            if grade_id(c)}
 
 
 @pytest.mark.gpu

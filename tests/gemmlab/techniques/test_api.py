@@ -12,6 +12,7 @@ import torch
 import gemmlab
 from gemmlab import dsl
 from gemmlab import techniques as T
+from gemmlab.dtypes import dtype_name
 from gemmlab.judge import answers
 from gemmlab.techniques import guards
 from gemmlab.techniques.images import images_of_plan, record_plan
@@ -121,7 +122,7 @@ def test_in_the_judge_a_compiled_kernel_is_read_from_its_image_and_its_launches_
     ((target, guard),) = registered
     assert target is judge["k"] and answers.launch_key(target) == ("kernel", judge["k"]._handle)
     A, B, D = examples()
-    metas = [{"shape": list(t.shape), "stride": list(t.stride()), "dtype": str(t.dtype)[6:], "address_mod": 0}
+    metas = [{"shape": list(t.shape), "stride": list(t.stride()), "dtype": dtype_name(t.dtype), "address_mod": 0}
              for t in (A, B, D)]
     guard(record_plan(dsl_gemm, (A, B, D)), metas)            # the kernel that was checked: launched
 
@@ -133,7 +134,7 @@ def test_a_guard_refuses_another_kernel_on_aligned_tensors_and_lets_a_fallback_v
     guard = guards.bind_checks_to_launches(None, no_tensor_cores, T.machine_code(dsl_gemm), "your gemm",
                                            register=False)
     A, B, D = (t.to(torch.float16) for t in examples(128, 128, 64))
-    aligned = [{"shape": list(t.shape), "stride": list(t.stride()), "dtype": str(t.dtype)[6:], "address_mod": 0}
+    aligned = [{"shape": list(t.shape), "stride": list(t.stride()), "dtype": dtype_name(t.dtype), "address_mod": 0}
                for t in (A, B, D)]
     guard(record_plan(dsl_gemm, (A, B, D)), aligned)           # the kernel that was checked runs
     other = dsl.compile(tensorop_gemm.gemm, A, B, D, arch="sm_90a")

@@ -48,7 +48,7 @@ def gradebook_scores(db_url: str, assignments: Iterable[str] | None = None) -> l
     """Every submission's score in nbgrader's gradebook at ``db_url`` (only ``assignments`` when given)."""
     from nbgrader.api import Gradebook
 
-    from .harness.store import gradebook_scores as assignment_scores
+    from .store import gradebook_scores as assignment_scores
 
     with Gradebook(db_url) as gb:
         names = [a.name for a in gb.assignments]

@@ -25,10 +25,10 @@ highs, which holds S whenever each run's interval holds its ratio (docs/TIMING.m
 entry whose S range overlaps the one ranked just above it is marked "within noise of" that
 student: the order of the two is not settled by this measurement.
 
-    python -m autograder.leaderboard                          # markdown table of this course
-    python -m autograder.leaderboard --format csv
-    python -m autograder.leaderboard --out leaderboard/       # leaderboard.md, .csv and .png
-    python autograder/leaderboard.py --course DIR --autograded DIR/autograder/autograded
+    python -m autograder.reports.leaderboard                          # markdown table of this course
+    python -m autograder.reports.leaderboard --format csv
+    python -m autograder.reports.leaderboard --out leaderboard/       # leaderboard.md, .csv and .png
+    python -m autograder.reports.leaderboard --course DIR --autograded DIR/autograder/autograded
 
 Works with notebooks autograded by ``python -m autograder`` and by plain ``nbgrader autograde``
 (both keep cell outputs). Under ``python -m autograder`` the speed test runs in the grader's judge,
@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gemmlab.timing.speed_of_light import faster_than_light, known_rates
+
+from ..cell_metadata import grade_id
 
 ASSIGNMENT = "09_capstone"
 PREFIX = "GEMMLAB-CAPSTONE-RECORD "
@@ -104,10 +106,6 @@ def _range(intervals: list) -> tuple[float, float] | None:
 # ----------------------------------------------------------------------------- reading notebooks
 def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value or "")
-
-
-def _grade_id(cell: dict) -> str:
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
 
 
 def _error(cell: dict) -> str | None:
@@ -228,7 +226,7 @@ def entry_from_notebook(student: str, path: Path) -> Entry:
     """Read one autograded capstone notebook."""
     try:
         nb = json.loads(Path(path).read_text())
-        cells = {_grade_id(c): c for c in nb.get("cells", []) if _grade_id(c)}
+        cells = {grade_id(c): c for c in nb.get("cells", []) if grade_id(c)}
     except (OSError, ValueError, AttributeError) as exc:
         return Entry(student, "failed", f"unreadable autograded notebook ({type(exc).__name__})")
     speed, correct_cell = cells.get(SPEED_CELL), cells.get(CORRECT_CELL)
@@ -447,7 +445,7 @@ def chart(entries: list[Entry], path: Path, title: str = "Capstone leaderboard")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder.leaderboard", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m autograder.reports.leaderboard", description=__doc__.splitlines()[0])
     p.add_argument("--course", type=Path, default=Path(__file__).resolve().parent.parent,
                    help="course root (default: this repository)")
     p.add_argument("--assignment", default=ASSIGNMENT)

@@ -29,9 +29,9 @@ from typing import Any
 
 from gemmlab.seeing.figures import figure_img_tag, figure_png, png_img_tag
 
+from ..cell_metadata import grade_id
+from ..harness.outputs import for_feedback, reached_by_hidden_tests, visible_messages
 from ..records import CellResult, PublishedResult, SubmissionResult
-from .assemble import grade_id
-from .outputs import for_feedback, reached_by_hidden_tests, visible_messages
 
 #: The grader's colour and word for each verdict.
 STATUS = {"passed": ("#e6f4ea", "passed"), "failed": ("#fce8e6", "failed"), "tampered": ("#fce8e6", "void"),
