@@ -245,16 +245,20 @@ def test_unchecked_summary_counts_points_without_a_gpu(no_gpu, capsys, monkeypat
     from gemmlab.notebook import nbhelpers
 
     nbhelpers.setup()
-    assert nbhelpers.gpu_graded(4, "the copy test") is False
-    assert nbhelpers.gpu_graded(4, "the copy test") is False            # a re-run cell counts once
+    assert nbhelpers.gpu_graded(4, "the copy test", pool=True) is False
+    assert nbhelpers.gpu_graded(4, "the copy test", pool=True) is False   # a re-run cell counts once
     assert nbhelpers.gpu_graded(1, "the bandwidth test") is False
     assert nbhelpers.unchecked_points() == {"the copy test": 4, "the bandwidth test": 1}
     assert nbhelpers.unchecked_summary(8) == 5
     out = capsys.readouterr().out
     assert "NOT CHECKED (4 points)" in out and "5 of 8 points were NOT checked: no GPU here" in out
-    # The shared GPU pool is pointed to where gemmlab offers it, in each message, and never where it does not.
+    # The shared GPU pool is pointed to where gemmlab offers it, for the tests it can run (each message of the
+    # copy test, and the summary), and a test that launches kernels itself is said to need a GPU here.
     assert callable(gemmlab.connect)
-    assert out.count("`gemmlab.connect(url, token)` runs") == 4, out      # three tests' messages and the summary
+    assert out.count("call `gemmlab.connect(url, token)`") == 3, out
+    assert "1 of them (4 points) can run on your class's GPU pool" in out and \
+        "The others (the bandwidth test) launch kernels themselves" in out, out
+    assert out.count("the class's GPU pool cannot run it") == 1, out
     with monkeypatch.context() as patched:
         patched.setattr(gemmlab, "connect", None)
         assert nbhelpers.gpu_graded(2, "the third test") is False
