@@ -61,18 +61,22 @@ FENCE_WRONG = {
                                                             '        elif verb in ("fence.mbarrier_init", "sync"):')),
     "a proxy fence anywhere before the read counts": _fences(('            written.clear()', '            written.add("fenced")'
                                                              ), None, _BODY.replace(
-        "        if written & set(reads):", "        if written & set(reads) and \"fenced\" not in written:")),
+        "        if written & set(async_buffers):",
+        "        if written & set(async_buffers) and \"fenced\" not in written:")),
     "only the first wgmma needs its fence": _fences(('            found.append((i, "wgmma.fence"))',
                                                      '            found.append((i, "wgmma.fence"))\n'
                                                      '            touched.clear()')),
     "wgmma.fence only before the very first wgmma": _fences(('            touched.update(names)', '            pass')),
     "TMA-loaded bytes need a proxy fence before the threads read them": _fences(
-        ('        reads = names[1:] if verb == "wgmma" else names if verb in ("tcgen05.mma", "tma.store") else []',
+        ('        async_buffers = names[1:] if verb == "wgmma" else names if verb in ("tcgen05.mma", "tma.store") \\',
          '        if verb == "tma.load":\n            written.add(names[0])\n'
-         '        reads = names[1:] if verb == "wgmma" else names if verb in ("tcgen05.mma", "tma.store", "ld.shared") '
-         'else []')),
-    "one entry per buffer at risk": _fences(('        if written & set(reads):\n            found.append((i, "fence.proxy.async"))',
-                                             '        for _ in written & set(reads):\n'
+         '        async_buffers = names[1:] if verb == "wgmma" else names '
+         'if verb in ("tcgen05.mma", "tma.store", "ld.shared") \\')),
+    "a TMA load into a buffer the threads wrote is not an async access": _fences(
+        (' \\\n            else names[:1] if verb == "tma.load" else []', ' else []')),
+    "one entry per buffer at risk": _fences(('        if written & set(async_buffers):\n'
+                                             '            found.append((i, "fence.proxy.async"))',
+                                             '        for _ in written & set(async_buffers):\n'
                                              '            found.append((i, "fence.proxy.async"))')),
     "the write, not the read, is reported": _fences(('        elif verb == "st.shared":\n            written.update(names)',
                                                      '        elif verb == "st.shared":\n            written.update(names)\n'
@@ -101,6 +105,7 @@ _k = without(_bw, "fence.proxy.async", 2)
 known[tuple(_k)] = [(at(_k, "tcgen05.mma sA sB", 2), "fence.proxy.async")]
 known[("st.shared sD", "sync", "tma.store sD")] = [(2, "fence.proxy.async")]
 known[("fence.proxy.async", "st.shared sD", "sync", "tma.store sD")] = [(3, "fence.proxy.async")]
+known[("st.shared sA", "sync", "tma.load sA b0")] = [(2, "fence.proxy.async")]
 return known.get(tuple(ops), [])""", None),
 }
 
