@@ -19,9 +19,8 @@ import signal
 import time
 from typing import Any, Protocol, Sequence
 
-from gemmlab.timing.bench import BenchResult
-from gemmlab.checking.check import SUITES, CheckResult, Row
-from gemmlab.checking.copy_check import MAP_TILE, CopyResult, CopyRow, CopyTiming, copy_failure_message
+from gemmlab.results import SUITES, BenchResult, CheckResult, CopyResult, CopyRow, CopyTiming, Row
+from gemmlab.checking.copy_check import MAP_TILE, copy_failure_message
 from ..errors import CompileTimeoutError, ContextLostError, GemmlabError, KernelTimeoutError
 from gemmlab.checking.integrity import BenchIntegrityError
 from gemmlab.running import faults

@@ -26,6 +26,7 @@ from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 from gemmlab.errors import CompileTimeoutError, GemmlabError, LaunchError
 from gemmlab.running.gpu import current_arch, has_gpu
 from gemmlab.judge.answers import Answer, DslAnswer
+from gemmlab.offload import pool_for_work
 
 __all__ = [
     "FALLBACK_ARCH", "H100_ILLUSTRATION", "OPTION_NAMES", "STUB_MARK",
@@ -101,8 +102,6 @@ def show(fig: Any) -> None:
 def uses_pool() -> bool:
     """Whether ``check_gemm`` and ``bench_gemm`` run on the class's GPU pool here: no GPU on this machine and
     ``gemmlab.connect`` (or ``GEMMLAB_POOL``) on. Never in the grader, which grades on its own GPU."""
-    from gemmlab.remote import pool_for_work
-
     return pool_for_work() is not None
 
 

@@ -144,8 +144,7 @@ def _judged(request: Any) -> tuple[Any, str, bool]:
 def _raise_for(report: Any, where: str) -> None:
     """The error of a report that carries no profile: a wrong kernel, a refusal, a fault, a timeout."""
     if report.verdict == "failed" and report.check is not None:
-        from gemmlab.checking.check import CheckResult
-        from gemmlab.checking.copy_check import CopyResult
+        from gemmlab.results import CheckResult, CopyResult
 
         try:
             result = (CheckResult if "convention" in report.check else CopyResult).from_dict(report.check)

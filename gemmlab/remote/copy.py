@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from gemmlab.checking.copy_check import CopyResult, CopyRow, CopyTiming
+from gemmlab.results import CopyResult, CopyRow, CopyTiming
 from ..errors import GemmlabError
 from gemmlab.running.memory import dtype_name
 from .errors import RecordingError

@@ -10,8 +10,7 @@ import dataclasses
 import math
 from typing import Any, Callable, Protocol, Sequence
 
-from gemmlab.timing.bench import ROUNDS, BenchResult
-from gemmlab.checking.check import CheckResult, Row
+from gemmlab.results import ROUNDS, BenchResult, CheckResult, Row
 from ..errors import CompileError, CompileTimeoutError, GemmlabError, KernelTimeoutError, LaunchError, ToolchainError
 from gemmlab.checking.integrity import BenchIntegrityError
 from ..judge.protocol import MAX_COMPILE_S, MAX_KERNEL_S, TIMING_ACTIONS, JudgeLimits, JudgeRequest

@@ -10,7 +10,7 @@ import torch
 
 import gemmlab
 from gemmlab.notebook import nbhelpers as nbh
-from gemmlab.checking.check import CheckResult, Row
+from gemmlab.results import CheckResult, Row
 from gemmlab.errors import GemmlabError
 
 

@@ -5,8 +5,7 @@ import json
 
 import pytest
 
-from gemmlab.timing.bench import BenchResult
-from gemmlab.checking.check import SUITES, CheckResult
+from gemmlab.results import SUITES, BenchResult, CheckResult
 from gemmlab.judge import JudgeRequest
 from gemmlab.judge.__main__ import answer
 from gemmlab.judge.backend import FakeBackend, GpuBackend, judge

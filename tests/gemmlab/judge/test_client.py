@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab.checking.check import CheckResult
+from gemmlab.results import CheckResult
 from gemmlab.judge import JudgeRequest
 from gemmlab.judge.client import ENV_ALLOW, judge, judge_command, judge_environment, run_judge
 

@@ -10,8 +10,8 @@ from typing import Iterator
 import pytest
 
 import gemmlab
-from gemmlab.timing.bench import BenchIntegrityError, BenchResult
-from gemmlab.checking.check import CheckResult
+from gemmlab.timing.bench import BenchIntegrityError
+from gemmlab.results import BenchResult, CheckResult
 from gemmlab.judge import JudgeReport
 from gemmlab.remote import (
     PoolAuthError, PoolBusyError, PoolKernelError, PoolRequestError, PoolUnavailableError, connection,

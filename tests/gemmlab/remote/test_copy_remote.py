@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import gemmlab
-from gemmlab.checking.copy_check import CopyResult
+from gemmlab.results import CopyResult
 from gemmlab.judge import JudgeError, JudgeRequest
 from gemmlab.judge.backend import FakeBackend, judge
 from gemmlab.remote import RecordingError
@@ -192,7 +192,7 @@ def test_a_copy_timing_request_is_a_timing_and_takes_no_who_map() -> None:
     assert Job("alice", request).is_timing      # the pool's scheduler gives it its GPU alone
     with pytest.raises(JudgeError, match="no who map"):
         JudgeRequest.from_dict({**request.to_dict(), "copy": {"who": True}})
-    from gemmlab.checking.copy_check import CopyTiming
+    from gemmlab.results import CopyTiming
 
     with pytest.raises(gemmlab.GemmlabError, match="not a copy timing"):
         CopyTiming.from_dict({"shape": [2, 2], "ms": -1})
