@@ -96,7 +96,7 @@ class _Call:
         """The judge request of ``action`` for this call (recorded here, with the marks for a trace)."""
         from ..judge.errors import JudgeError
         from ..judge.protocol import JudgeRequest
-        from ..remote.errors import RecordingError
+        from ..remote.errors import UnsendableCallError
         from ..remote.gemm import judge_limits
         from ..remote.recording import DslRecording
         from ..remote.requests import dsl_spec_for, spec_for
@@ -113,7 +113,7 @@ class _Call:
             return JudgeRequest(spec, action, dt, out, shape=self.problem, limits=judge_limits(timeout_s),
                                 alpha=self.alpha, beta=self.beta, profile=options)
         except JudgeError as exc:
-            raise RecordingError(f"this call cannot be profiled: {exc}") from None
+            raise UnsendableCallError(f"this call cannot be profiled: {exc}") from None
 
     def judged(self, action: str, options: Any, timeout_s: float | None) -> tuple[dict[str, Any], str, bool]:
         """(the profile or timeline data the judge answered, where it ran, whether on the pool); the error of a

@@ -269,7 +269,7 @@ def _result(*rows: Row) -> CheckResult:
 
 def test_a_refused_call_is_not_called_wrong(monkeypatch) -> None:
     refused = Row((64, 64, 64), False, math.nan, None, 0, True, True,
-                  "AnswerError: capstone_gemm(...) raised RecordingError: torch.ops.aten.mul refused")
+                  "AnswerError: capstone_gemm(...) raised HostRecordingError: torch.ops.aten.mul refused")
     monkeypatch.setattr("gemmlab.check_gemm", lambda *a, **k: _result(refused), raising=False)
     with pytest.raises(nbh.CheckFailed, match=r"did not run on 1 of 1 shapes \(AnswerError: .*aten\.mul refused\)"):
         nbh.require_correct(lambda *a: None, "capstone_gemm")

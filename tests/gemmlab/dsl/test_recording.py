@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from gemmlab.dsl import gemm_fn
-from gemmlab.dsl.host_recording import H100_ATTRIBUTES, RecordingError
+from gemmlab.dsl.host_recording import H100_ATTRIBUTES, HostRecordingError
 from gemmlab.dsl.recording import probe, recording
 from gemmlab.judge import answers
 from gemmlab.judge.dsl_replay import Copy, Launch, PlanError, parse_plan, relocate
@@ -86,7 +86,7 @@ def test_copies_around_the_launch_are_steps_in_order(kernel):
     (lambda k, A, B, D: D.zero_(), "launched no CuTe DSL kernel"),
 ])
 def test_work_the_judge_would_not_replay_is_refused(kernel, body, said):
-    with pytest.raises(RecordingError, match=said.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(HostRecordingError, match=said.replace("(", r"\(").replace(")", r"\)")):
         record(lambda A, B, D: body(kernel, A, B, D), probes(32, 32, 16))
 
 
@@ -101,7 +101,7 @@ def test_the_student_kernel_answers_a_record_request_with_a_plan():
     reply = json.loads(answers.serve({"gemm": simple_gemm.gemm}, json.dumps(request)))  # a bare @cute.jit function
     assert reply["id"] == 7 and reply["plan"]["steps"][0]["grid"] == [3, 4, 1]
     broken = json.loads(answers.serve({"gemm": lambda A, B, D: D.add_(1)}, json.dumps(request)))
-    assert broken["error"] == "RecordingError" and "add_" in broken["message"]
+    assert broken["error"] == "HostRecordingError" and "add_" in broken["message"]
 
 
 # ------------------------------------------------------------------ the judge's checks of a plan

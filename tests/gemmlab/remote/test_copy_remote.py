@@ -13,7 +13,7 @@ import gemmlab
 from gemmlab.results import CopyResult
 from gemmlab.judge import JudgeError, JudgeRequest
 from gemmlab.judge.backend import FakeBackend, judge
-from gemmlab.remote import RecordingError
+from gemmlab.remote import UnsendableCallError
 from gemmlab.remote.recording import record_copy
 
 from .copy_kernels import copy_kernel, copy_launcher, expected_who
@@ -89,13 +89,13 @@ def test_copying_with_torch_or_passing_another_tensor_cannot_be_sent(pool: FakeP
         copy_launcher(kernel)(src, torch.empty_like(dst))
         dst.copy_(src)
 
-    with pytest.raises(RecordingError, match="copy_"):
+    with pytest.raises(UnsendableCallError, match="copy_"):
         gemmlab.check_copy(torch_copies, [(64, 64)])
 
     def scratch_buffer(src, dst):
         copy_launcher(kernel)(src[:, :], dst)
 
-    with pytest.raises(RecordingError, match="src, dst or the who map"):
+    with pytest.raises(UnsendableCallError, match="src, dst or the who map"):
         gemmlab.check_copy(scratch_buffer, [(64, 64)])
     assert not pool.requests
 
