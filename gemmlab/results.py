@@ -611,6 +611,6 @@ class BenchResult:
         )
 
 
-__all__ = ["COPY_DTYPES", "FILLS", "MAX_COPY_ELEMENTS", "MAX_OFFSET", "MAX_PAD", "MAX_SIDE", "MAX_WHO_ELEMENTS", "METHODS",
-           "ROUNDS", "SUITES", "BenchResult", "CheckResult", "CopyResult", "CopyRow", "CopyTiming", "Row", "RowVerdicts",
-           "Shape", "Shape2", "copy_shape", "nonzero_tiles"]
+__all__ = ["COPY_DTYPES", "FILLS", "MAX_COPY_ELEMENTS", "MAX_OFFSET", "MAX_PAD", "MAX_SIDE", "MAX_WHO_ELEMENTS",
+           "METHODS", "ROUNDS", "SUITES", "BenchResult", "CheckResult", "CopyResult", "CopyRow", "CopyTiming", "Row",
+           "RowVerdicts", "Shape", "Shape2", "copy_shape", "nonzero_tiles"]

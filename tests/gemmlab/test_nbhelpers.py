@@ -304,7 +304,7 @@ def test_require_refused_passes_only_a_launcher_that_refuses_the_shape(monkeypat
         nbh.require_refused(lambda A, B, C, a, b: C.fill_(1), "rung 3", (100, 72, 40), "partial tiles")
 
     def relayed(A, B, C, alpha, beta):   # what the judge raises when the launcher lives in the student's process
-        from gemmlab.judge.answers import AnswerError
+        from gemmlab.answers.wire import AnswerError
         raise AnswerError("ladder_wmma(...) raised LaunchError: whole tiles only")
 
     nbh.require_refused(relayed, "rung 3", (100, 72, 40), "partial tiles")
