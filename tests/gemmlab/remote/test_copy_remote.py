@@ -1,4 +1,4 @@
-"""gemmlab.check_copy through a pool service (a local fake with the judge's FakeBackend), the copy action of the
+"""gemmlab.check_copy through a pool service (a local fake with the tests' fake judge), the copy action of the
 judge's protocol, and what a copy function's recording refuses. The fake judge reads a kernel's behaviour from its
 name (``*_wrong``: wrong in the last column of tiles); the kernels are real and compile without a GPU."""
 from __future__ import annotations
@@ -12,7 +12,8 @@ import torch
 import gemmlab
 from gemmlab.results import CopyResult
 from gemmlab.judge import JudgeError, JudgeRequest
-from gemmlab.judge.backend import FakeBackend, judge
+from gemmlab.judge.backend import judge
+from tests.support.fake_judge import FakeBackend
 from gemmlab.remote import UnsendableCallError
 from gemmlab.remote.recording import record_copy
 

@@ -10,7 +10,8 @@ import torch
 import gemmlab
 from gemmlab.notebook import nbhelpers as nbh
 from gemmlab.judge import JudgeLimits, JudgeRequest
-from gemmlab.judge.backend import FakeBackend, judge
+from gemmlab.judge.backend import judge
+from tests.support.fake_judge import FakeBackend
 from gemmlab.running.kernel import Kernel
 from gemmlab.remote import UnsendableCallError
 from gemmlab.remote.recording import record, student_options
