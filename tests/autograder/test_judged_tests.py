@@ -99,10 +99,10 @@ def test_a_judged_test_of_a_dsl_answer_runs_in_the_judge_with_launches_recorded(
              "print('WHERE', _w.in_judge(), _s.recording_launches())\n")
     cells = [_cell("code", "import torch\nimport gemmlab", "setup", locked=True),
              _cell("code", answer, "dsl", solution=True),
-             _cell("code", where + "assert not _a.in_judge()", "test_in_student", grade=True, locked=True, points=1),
-             _cell("code", where + "assert _a.in_judge() and _a.recording_launches()", "test_judged", grade=True,
+             _cell("code", where + "assert not _w.in_judge()", "test_in_student", grade=True, locked=True, points=1),
+             _cell("code", where + "assert _w.in_judge() and _s.recording_launches()", "test_judged", grade=True,
                    locked=True, points=1),
-             _cell("code", where + "assert _a.in_judge() and not _a.recording_launches()", "test_plain", grade=True,
+             _cell("code", where + "assert _w.in_judge() and not _s.recording_launches()", "test_plain", grade=True,
                    locked=True, points=1)]
     cells[3].metadata["gemmlab"] = {"judged": True}
     cells[4].source = "assert True\n" + cells[4].source.replace("launcher() == 1", "True")  # uses no DSL answer

@@ -1,4 +1,4 @@
-"""gemmlab.connect: check_gemm and bench_gemm through a pool service (a local fake with the judge's FakeBackend).
+"""gemmlab.connect: check_gemm and bench_gemm through a pool service (a local fake with the tests' fake judge).
 
 The function under test is a notebook-style launcher around a real compiled kernel; the fake
 judge reads the kernel's behaviour from its name (``*_wrong``: wrong in the last column of tiles).
