@@ -515,9 +515,10 @@ class Opaque:
 
 
 def bind(namespace: dict[str, Any], description: str, names: list[str] | None = None) -> list[str]:
-    """Bind the names :func:`describe` described into the judge's ``namespace``; the names bound. With ``names``
-    (the grader's list of the student's answer names), any other name in the description is ignored: a forged
-    description cannot rebind the instructor's names (a helper, a flag such as 07's ``BLACKWELL``)."""
+    """Bind the names :func:`gemmlab.answers.serving.describe` described into the judge's ``namespace``; the names
+    bound. With ``names`` (the grader's list of the student's answer names), any other name in the description is
+    ignored: a forged description cannot rebind the instructor's names (a helper, a flag such as 07's
+    ``BLACKWELL``)."""
     try:
         described = plain.loads(description, "the description of your answers", MAX_DESCRIPTION_CHARS + 65536,
                                 DESCRIPTION_DEPTH)

@@ -29,7 +29,8 @@ DESCRIPTION_DEPTH = 8
 MAX_CALLS_AT_ONCE = 1 << 16
 #: How a compiled CuTe DSL kernel of the student's is written in data that crosses: a handle its kernel keeps.
 KERNEL_MARK = "__gemmlab_dsl_kernel__"
-#: What the judge may ask of a compiled kernel (:class:`CompiledAnswer`), each plain data. Its PTX and SASS
+#: What the judge may ask of a compiled kernel (:class:`gemmlab.answers.stand_ins.CompiledAnswer`), each plain
+#: data. Its PTX and SASS
 #: text are not among them: text a student's process writes is evidence of nothing; the judge reads the
 #: machine code of the module image itself ("image", disassembled in the judge).
 KERNEL_FACTS = ("image", "summary", "resources", "kernel_name", "compiled_arch", "signature")
@@ -46,7 +47,7 @@ class NeedsStudentProcess(BaseException):
 
     Not an ``Exception``, so no ``except Exception`` in a test or helper swallows it: the grader sees it
     and runs that test in the student's kernel instead (as a CuTe DSL test). Tests the instructor marked
-    ``judged`` record and replay launches instead (:func:`record_launches`).
+    ``judged`` record and replay launches instead (:func:`gemmlab.answers.stand_ins.record_launches`).
     """
 
 
