@@ -30,9 +30,8 @@ MAX_CALLS_AT_ONCE = 1 << 16
 #: How a compiled CuTe DSL kernel of the student's is written in data that crosses: a handle its kernel keeps.
 KERNEL_MARK = "__gemmlab_dsl_kernel__"
 #: What the judge may ask of a compiled kernel (:class:`gemmlab.answers.stand_ins.CompiledAnswer`), each plain
-#: data. Its PTX and SASS
-#: text are not among them: text a student's process writes is evidence of nothing; the judge reads the
-#: machine code of the module image itself ("image", disassembled in the judge).
+#: data. Its PTX and SASS text are not among them: text a student's process writes is evidence of nothing; the
+#: judge reads the machine code of the module image itself ("image", disassembled in the judge).
 KERNEL_FACTS = ("image", "summary", "resources", "kernel_name", "compiled_arch", "signature")
 #: Largest module image a compiled kernel may hand over (as the recorded plans allow).
 MAX_IMAGE_BYTES = 32 << 20
