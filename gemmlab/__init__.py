@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from gemmlab import moved
+from gemmlab import moved, offload
 from gemmlab.errors import (
     CompileError,
     CompileTimeoutError,
@@ -26,6 +26,17 @@ from gemmlab.errors import (
 from gemmlab.running.gpu import current_arch, has_gpu, require_gpu
 
 moved.install()
+
+
+def _environment_pool() -> Any:
+    """The class's GPU pool for the work asked for now, if any: :mod:`gemmlab.remote` decides (imported on first
+    use, so that a pool named only by ``GEMMLAB_POOL`` is found without anyone calling ``gemmlab.connect``)."""
+    from gemmlab.remote import pool_for_work
+
+    return pool_for_work()
+
+
+offload.register("pool", _environment_pool)
 
 __version__ = "0.1.0"
 

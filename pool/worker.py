@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Sequence
 
 from gemmlab.judge import JudgeReport, JudgeRequest
-from gemmlab.judge.client import judge_command, judge_environment, run_judge
+from gemmlab.judge.client import BACKENDS, judge_command, judge_environment, run_judge
 from gemmlab.timing.timing_lock import ENV_PATH as TIMING_LOCK_ENV, lock_file_for
-
-BACKENDS = ("gpu", "fake")
 
 
 def sandbox_problem() -> str:

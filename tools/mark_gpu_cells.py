@@ -57,9 +57,9 @@ ARCH_TESTS: dict[str, dict[str, str]] = {
 
 #: Per notebook, tests of CuTe DSL kernels that the judge runs (GPU tests, and 09's build test): it records
 #: each launch of the student's functions in the student's kernel and replays it on its own tensors
-#: (gemmlab.judge.answers); the instructor's cells that build DSL kernels run in the student's kernel, and
+#: (gemmlab.answers); the instructor's cells that build DSL kernels run in the student's kernel, and
 #: what they define (launchers, compiled kernels) reaches the judge as answers do (autograder/harness/runner.py). A compiled kernel reaches it
-#: as a handle the student's kernel keeps (gemmlab.judge.answers.CompiledAnswer): its module image is asked for
+#: as a handle the student's kernel keeps (gemmlab.answers.stand_ins.CompiledAnswer): its module image is asked for
 #: (the judge reads its machine code itself, gemmlab.techniques), its launches recorded.
 JUDGED_TESTS: dict[str, tuple[str, ...]] = {
     "01_layouts_and_partitioning": ("test_copy_kernel_slow",),

@@ -27,7 +27,7 @@ def __gemmlab_grader_bootstrap(module_name):
     import gemmlab
     import gemmlab.checking.check, gemmlab.checking.integrity, gemmlab.checking.report
     import gemmlab.notebook.nbhelpers, gemmlab.timing.bench, gemmlab.timing.events, gemmlab.timing.perfbar
-    import gemmlab.errors, gemmlab.notebook.ipython
+    import gemmlab.errors, gemmlab.notebook.ipython, gemmlab.offload, gemmlab.results
     try:
         import torch, torch.testing
     except ImportError:
@@ -46,10 +46,11 @@ def __gemmlab_grader_bootstrap(module_name):
             if value is not missing:
                 watched.append((f"{label}.{name}", owner, name, value))
     for mod in (gemmlab.checking.check, gemmlab.timing.bench, gemmlab.timing.perfbar, gemmlab.notebook.nbhelpers,
-                gemmlab.checking.report, gemmlab.checking.integrity, gemmlab.timing.events):
+                gemmlab.checking.report, gemmlab.checking.integrity, gemmlab.timing.events, gemmlab.results,
+                gemmlab.offload):
         watch(mod.__name__, mod, [n for n, v in vars(mod).items() if not n.startswith("__") and callable(v)])
     watch("gemmlab.notebook.ipython", gemmlab.notebook.ipython, ["short_error_handler", "format_error", "install"])
-    for cls in (gemmlab.checking.check.CheckResult, gemmlab.checking.check.Row, gemmlab.timing.bench.BenchResult,
+    for cls in (gemmlab.results.CheckResult, gemmlab.results.Row, gemmlab.results.BenchResult,
                 gemmlab.timing.perfbar.PerfBarResult):
         watch(cls.__qualname__, cls, [n for n in vars(cls) if not n.startswith("__") or n in ("__bool__", "__init__", "__eq__")])
     watch("gemmlab", gemmlab, ["check_gemm", "bench_gemm", "performance_bar"])

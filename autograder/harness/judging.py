@@ -4,11 +4,11 @@ Why: a test cell's verdict is computed in the judge, a second kernel (its own sa
 PID namespace) that runs the instructor's cells and no student Python. The grader drives both:
 
 - after the student's kernel ran an answer cell, it asks that kernel to describe the names the
-  instructor's answer cell defines (:func:`gemmlab.judge.answers.describe`) and binds them in the
-  judge (:func:`gemmlab.judge.answers.bind`);
+  instructor's answer cell defines (:func:`gemmlab.answers.serving.describe`) and binds them in the
+  judge (:func:`gemmlab.answers.stand_ins.bind`);
 - while the judge runs a cell, each call of a student function is a JSON line on the judge's socket;
   :class:`AnswerRelay` passes it to the student kernel's socket, where a thread of that kernel runs
-  it (:func:`gemmlab.judge.answers.serve`), and passes the plain-data reply back.
+  it (:func:`gemmlab.answers.serving.serve`), and passes the plain-data reply back.
 
 Everything the student's kernel returns is a string the judge decodes with its own types.
 """
@@ -22,7 +22,8 @@ import socket
 import threading
 import time
 
-from gemmlab.judge.answers import JUDGE_ENV, MAX_DESCRIPTION_CHARS, MAX_REPLY_CHARS
+from gemmlab.answers import serving, stand_ins
+from gemmlab.answers.wire import JUDGE_ENV, MAX_DESCRIPTION_CHARS, MAX_REPLY_CHARS
 from gemmlab.timing.leaderboard_draw import SECRET_ENV as LEADERBOARD_SECRET_ENV
 
 from .kernel import SandboxedKernel
@@ -44,21 +45,23 @@ def judge_kernel_env() -> dict[str, str]:
 #: First code the judge runs: quiet warnings (nbgrader zeroes a cell with anything on stderr), gemmlab loaded.
 JUDGE_BOOTSTRAP = (
     "import warnings as __w\n__w.filterwarnings('ignore')\ndel __w\n"
-    "import gemmlab.judge.answers\n"
+    f"import {stand_ins.__name__}\n"
 )
 
 #: Run in the student's kernel after the grader's bootstrap: a thread that answers the judge's calls.
-STUDENT_SERVER = ("__import__('gemmlab.judge.answers', fromlist=['serve_in_background'])"
-                  ".serve_in_background(get_ipython().user_ns)\nNone\n")
+STUDENT_SERVER = (f"__import__({serving.__name__!r}, fromlist=['serve_in_background'])"
+                  f".{serving.serve_in_background.__name__}(get_ipython().user_ns)\nNone\n")
 
 #: Seconds the student's kernel may take to describe its answers.
 DESCRIBE_S = 30.0
 
 
-def _module_call(function: str, argument: object) -> str:
-    """An expression calling ``gemmlab.judge.answers.<function>(user_ns, argument)`` (argument as a literal)."""
-    return (f"__import__('gemmlab.judge.answers', fromlist=['{function}']).{function}"
-            f"(get_ipython().user_ns, {argument!r})")
+def _module_call(function: object, argument: object) -> str:
+    """An expression calling ``function`` (of the student's side, :mod:`gemmlab.answers.serving`) on the kernel's
+    namespace and ``argument`` (as a literal); named from the function itself, so a rename fails here, not while
+    grading."""
+    module, name = function.__module__, function.__name__  # type: ignore[attr-defined]
+    return f"__import__({module!r}, fromlist=[{name!r}]).{name}(get_ipython().user_ns, {argument!r})"
 
 
 def _string_value(text: str) -> str | None:
@@ -76,7 +79,7 @@ def describe(student: SandboxedKernel, names: list[str]) -> str:
     test that uses it fails saying why."""
     if not names:
         return "{}"
-    ok, text = student.evaluate(_module_call("describe", list(names)), DESCRIBE_S)
+    ok, text = student.evaluate(_module_call(serving.describe, list(names)), DESCRIBE_S)
     if ok and len(text) > 4 * MAX_DESCRIPTION_CHARS:
         ok, text = False, (f"its description takes {len(text):,} characters; the answers of a notebook may take "
                            f"{MAX_DESCRIPTION_CHARS:,} in all")
@@ -90,8 +93,8 @@ def bind_code(description: str, given: list[str] = (), names: list[str] | None =
     """Code that binds the described names in the judge's namespace (only ``names``, those the grader asked the
     student's kernel to describe: a forged description cannot rebind anything else), then runs the instructor's
     ``given`` statements of the answer cells (each on its own: one that fails leaves the student's name bound)."""
-    lines = [f"__import__('gemmlab.judge.answers', fromlist=['bind']).bind(get_ipython().user_ns, {description!r}, "
-             f"{list(names) if names is not None else None!r})"]
+    lines = [f"__import__({stand_ins.__name__!r}, fromlist=['bind']).{stand_ins.bind.__name__}("
+             f"get_ipython().user_ns, {description!r}, {list(names) if names is not None else None!r})"]
     for code in given:
         body = "\n".join("    " + line for line in code.splitlines())
         lines.append(f"try:\n{body}\nexcept Exception:\n    pass")

@@ -36,7 +36,7 @@ from typing import Any, Iterator
 from jupyter_client import KernelManager
 
 from ..records import Limits
-from gemmlab.judge.answers import ANSWER_FD_ENV, MAX_DESCRIPTION_CHARS
+from gemmlab.answers.wire import ANSWER_FD_ENV, MAX_DESCRIPTION_CHARS
 from gemmlab.running.proctime import tree
 
 from .cellclock import CellClock, MachineBusy

@@ -1,6 +1,6 @@
 """Which process runs each test cell: the judge, unless the test needs a CuTe DSL kernel of the student's.
 
-Why: test cells run in the judge (a kernel that holds no student Python; :mod:`gemmlab.judge.answers`).
+Why: test cells run in the judge (a kernel that holds no student Python; :mod:`gemmlab.answers`).
 A CuTe DSL kernel is Python: only the student's process can build and launch it. So a test that
 depends on one runs in the student's kernel, as before, with the grader's tamper probe.
 
@@ -10,7 +10,7 @@ any other test out of the judge: an answer cell of the instructor's solution tha
 the Python functions that launch them, as in the capstone) is a DSL answer, and every instructor
 cell that uses such a name (or a name defined from one, transitively, in cell order) depends on it.
 Such a test runs in the student's kernel when the student's kernel describes one of those names as a
-finished DSL kernel or a Python function (:func:`gemmlab.judge.answers.describe`); otherwise, a
+finished DSL kernel or a Python function (:func:`gemmlab.answers.serving.describe`); otherwise, a
 placeholder or a C++-only hand-in, it runs in the judge.
 """
 from __future__ import annotations

@@ -33,7 +33,8 @@ from typing import Any
 import nbformat
 
 from gemmlab.judge import plain
-from gemmlab.judge.answers import DESCRIPTION_DEPTH, MAX_DESCRIPTION_CHARS, NeedsStudentProcess
+from gemmlab.answers import stand_ins
+from gemmlab.answers.wire import DESCRIPTION_DEPTH, MAX_DESCRIPTION_CHARS, NeedsStudentProcess
 
 from ..records import CellResult, GradeJob, Limits, NotebookJSON, NotebookParts, SubmissionResult, writable
 from . import inkernel
@@ -49,12 +50,13 @@ from .routing import defined_names, dsl_dependencies, given_statements, one_side
 from .outputs import for_feedback, hidden_lines, take_published, withhold
 from .wellformed import clean_notebook, clean_outputs
 
-#: The judge's error name for a test that hands tensors to a student's function (see gemmlab.judge.answers).
+#: The judge's error name for a test that hands tensors to a student's function (see gemmlab.answers.wire).
 NEEDS_STUDENT = NeedsStudentProcess.__name__
 #: Evaluated in the judge before a cell: whether calls with tensors are recorded and replayed there.
 #: Set (to anything) to add how long each cell took in each kernel to the events: where a grade's time goes.
 PROFILE_ENV = "GEMMLAB_GRADE_PROFILE"
-RECORD_LAUNCHES = "__import__('gemmlab.judge.answers', fromlist=['record_launches']).record_launches({on})"
+RECORD_LAUNCHES = (f"__import__({stand_ins.__name__!r}, fromlist=['record_launches'])"
+                   f".{stand_ins.record_launches.__name__}({{on}})")
 
 #: Seconds the grader's bootstrap may take in a fresh kernel (imports gemmlab and torch; ~5 s):
 #: a kernel that cannot start is classified in a minute, not after a test cell's limit.

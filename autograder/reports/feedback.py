@@ -89,7 +89,7 @@ def perf_points(result: SubmissionResult) -> list[PerfPoint]:
     """The kernels timed in the graded cells, from the results gemmlab published there: each
     performance bar, and each bench_gemm run that was not already a bar's timing. Labelled by the
     test's grade_id (the student's labels are not used), at most :data:`MAX_POINTS_PER_TEST` a test."""
-    from gemmlab.timing.bench import BenchResult
+    from gemmlab.results import BenchResult
     from gemmlab.timing.perfbar import PerfBarResult
 
     points = []
@@ -186,7 +186,7 @@ def _output_html(out: dict) -> str:
 
 def _check_html(published: PublishedResult) -> str:
     """A published check drawn by the grader: its table (escaped) and its failure heatmap."""
-    from gemmlab.checking.check import CheckResult
+    from gemmlab.results import CheckResult
     from gemmlab.errors import GemmlabError
 
     try:

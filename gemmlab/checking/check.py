@@ -9,17 +9,14 @@ output (poison left), a write into an input, or wrong values only on edge tiles
 """
 from __future__ import annotations
 
-import html
 import math
 import operator
 import secrets
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from gemmlab.errors import ContextLostError, GemmlabError, KernelTimeoutError
 from gemmlab.checking import report
-from gemmlab.seeing.figures import figure_img_tag
 from gemmlab.running.gpu import require_gpu
 from gemmlab.checking.integrity import grading_mode, late_work_message, library_guard, library_message, watched_call
 from gemmlab.running import faults
@@ -27,230 +24,15 @@ from gemmlab.running.device import device_label, torch_device
 from gemmlab.dtypes import dtype_name
 from gemmlab.running.memory import GuardedMatrix
 from gemmlab.running.streams import DEFAULT_TIMEOUT_S
+from gemmlab.results import MAX_OFFSET, MAX_PAD, SUITES, CheckResult, Row, RowVerdicts, Shape, nonzero_tiles
 from gemmlab.timing.timing_lock import shared_gpu_work
-
-Shape = tuple[int, int, int]
-
-#: Named shape suites (M, N, K). "aligned" keeps every dimension a multiple of 16 so
-#: kernels with 16-byte vector accesses are legal; the others deliberately are not.
-SUITES: dict[str, list[Shape]] = {
-    "aligned": [(128, 128, 64), (256, 256, 256), (16, 16, 16), (512, 384, 128), (384, 640, 320),
-                (16, 4096, 64), (4096, 16, 64), (64, 64, 4096), (1024, 1024, 1024)],
-    "default": [(128, 128, 128), (256, 512, 256), (16, 16, 16), (129, 257, 64), (257, 129, 136),
-                (1000, 1001, 999), (3, 5, 7), (16, 4096, 64), (4096, 16, 64), (64, 64, 4096),
-                (1024, 1024, 1024)],
-    "odd": [(1, 1, 1), (3, 5, 7), (17, 33, 9), (129, 257, 65), (255, 1, 300), (1, 255, 513),
-            (1000, 1001, 999)],
-    "large": [(2048, 2048, 2048), (4096, 4096, 4096), (4095, 4097, 4096), (8192, 1024, 2048)],
-}
+from gemmlab.offload import pool_for_work
 
 # Relative Frobenius tolerance and element-wise (atol factor, rtol) per output dtype.
 # fp32 accumulation of fp16/bf16 products differs from an fp64 reference only by rounding
 # order (~1e-6); what dominates is rounding the result to the output type.
 # Measured on CPU: fp16 out ≈ 2.1e-4, bf16 out ≈ 1.7e-3; fp16 partial sums over K=8192 ≈ 1.6e-3 or worse.
-#: The most elements a check pads each row with (``check_gemm(pad=...)``): enough for any leading dimension a
-#: student's kernel could get wrong, small enough that padded operands stay near the unpadded size.
-MAX_PAD = 256
-#: The most elements a check shifts each operand's start by (``check_gemm(offset=...)``): any misalignment of a
-#: 16-byte vector is a shift of fewer than 8 half-precision elements.
-MAX_OFFSET = 64
 _TOLERANCES = {"float32": (1e-4, 1e-4, 1e-4), "float16": (1e-3, 2e-3, 2e-3), "bfloat16": (1e-2, 1.6e-2, 1.6e-2)}
-
-@dataclass
-class Row:
-    """The verdict for one shape."""
-
-    shape: Shape
-    passed: bool
-    rel_error: float
-    worst: tuple[int, int, float, float] | None  # (i, j, got, expected) of the worst element
-    n_bad: int
-    guard_ok: bool
-    inputs_ok: bool
-    message: str
-    n_unwritten: int = 0
-    n_nonfinite: int = 0
-    tile_fraction: Any = None  # numpy (tiles_m, tiles_n): share of wrong elements per output tile
-
-    @property
-    def bad_tiles(self) -> list[tuple[int, int]]:
-        """(tile row, tile column) of every output tile with at least one wrong element."""
-        return [] if self.tile_fraction is None else nonzero_tiles(self.tile_fraction)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe fields: tuples as lists, NaN/inf errors as None/"inf", the heatmap as nested lists."""
-        return {
-            "shape": list(self.shape), "passed": self.passed, "rel_error": _float_out(self.rel_error),
-            "worst": None if self.worst is None else [self.worst[0], self.worst[1], _float_out(self.worst[2]),
-                                                      _float_out(self.worst[3])],
-            "n_bad": self.n_bad, "guard_ok": self.guard_ok, "inputs_ok": self.inputs_ok, "message": self.message,
-            "n_unwritten": self.n_unwritten, "n_nonfinite": self.n_nonfinite,
-            "tile_fraction": None if self.tile_fraction is None else [[float(v) for v in row]
-                                                                      for row in self.tile_fraction.tolist()],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Row":
-        """The row :meth:`to_dict` wrote."""
-        import numpy as np
-
-        worst = data["worst"]
-        frac = data["tile_fraction"]
-        return cls(tuple(int(v) for v in data["shape"]), bool(data["passed"]),  # type: ignore[arg-type]
-                   _float_in(data["rel_error"]),
-                   None if worst is None else (int(worst[0]), int(worst[1]), _float_in(worst[2]), _float_in(worst[3])),
-                   int(data["n_bad"]), bool(data["guard_ok"]), bool(data["inputs_ok"]), str(data["message"]),
-                   int(data["n_unwritten"]), int(data["n_nonfinite"]),
-                   None if frac is None else np.array(frac, dtype=np.float32).reshape(len(frac), -1))
-
-
-def _float_out(x: float) -> float | str | None:
-    """A float as JSON allows: NaN becomes None, infinities "inf"/"-inf"."""
-    if math.isnan(x):
-        return None
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return float(x)
-
-
-def _float_in(x: float | str | None) -> float:
-    return math.nan if x is None else float(x)
-
-
-def nonzero_tiles(fraction: Any) -> list[tuple[int, int]]:
-    """(tile row, tile column) of every nonzero entry of a per-tile array, sorted."""
-    rows, cols = fraction.nonzero()
-    return sorted(zip(rows.tolist(), cols.tolist()))
-
-
-class RowVerdicts:
-    """``passed``, truth and ``failures`` of a result made of ``rows`` that each say whether they ``passed``
-    (check_gemm's and check_copy's results): no rows is no pass."""
-
-    rows: list[Any]
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.rows) and all(r.passed for r in self.rows)
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    @property
-    def failures(self) -> list[Any]:
-        return [r for r in self.rows if not r.passed]
-
-
-@dataclass
-class CheckResult(RowVerdicts):
-    """All rows of one ``check_gemm`` call; displays as a table (plus a heatmap on failure)."""
-
-    rows: list[Row]
-    convention: str
-    dtype: str
-    out_dtype: str
-    tile: tuple[int, int]
-    seed: int
-    device: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe: every row (with its per-tile heatmap data) and the check's settings."""
-        return {"rows": [r.to_dict() for r in self.rows], "convention": self.convention, "dtype": self.dtype,
-                "out_dtype": self.out_dtype, "tile": list(self.tile), "seed": self.seed, "device": self.device,
-                "passed": self.passed}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CheckResult":
-        """The result :meth:`to_dict` wrote (``passed`` is recomputed from the rows)."""
-        return cls([Row.from_dict(r) for r in data["rows"]], str(data["convention"]), str(data["dtype"]),
-                   str(data["out_dtype"]), (int(data["tile"][0]), int(data["tile"][1])), int(data["seed"]),
-                   str(data.get("device", "")))
-
-    def _title(self) -> str:
-        verdict = "PASSED" if self.passed else f"FAILED ({len(self.failures)} of {len(self.rows)} shapes)"
-        where = f" on {self.device}" if self.device and not self.device.startswith(("cuda", "cpu")) else ""
-        return (f"check_gemm {self.convention} {self.dtype}→{self.out_dtype}: {verdict}{where}  "
-                f"[seed={self.seed}]")
-
-    def __str__(self) -> str:
-        header = f"{'M×N×K':>18}  {'ok':4} {'rel.err':>9} {'bad':>9}  message"
-        lines = [self._title(), header]
-        for r in self.rows:
-            shape = "×".join(map(str, r.shape))
-            err = "-" if math.isnan(r.rel_error) else f"{r.rel_error:.2e}"
-            lines.append(f"{shape:>18}  {'ok' if r.passed else 'FAIL':4} {err:>9} {r.n_bad:>9,}  {r.message}")
-        return "\n".join(lines)
-
-    def raise_if_failed(self) -> None:
-        """AssertionError with the table when any shape failed (for nbgrader test cells)."""
-        if not self.passed:
-            raise AssertionError("\n" + str(self))
-
-    def heatmap(self, row: int | Row | None = None) -> Any:
-        """Figure: share of wrong elements in each output tile, for ``row`` or the first failure."""
-        target = self._pick(row)
-        if target is None or target.tile_fraction is None:
-            raise GemmlabError("No heatmap: no failing shape has wrong output elements to map"
-                               " (guard-zone or input writes are shown in the table).")
-        return _heatmap_figure(target, self.tile)
-
-    def _pick(self, row: int | Row | None) -> Row | None:
-        if isinstance(row, Row):
-            return row
-        if isinstance(row, int):
-            return self.rows[row]
-        for r in self.rows:
-            if not r.passed and r.tile_fraction is not None and r.tile_fraction.any():
-                return r
-        return None
-
-    def _repr_html_(self) -> str:
-        cells = []
-        for r in self.rows:
-            colour = "#e6f4ea" if r.passed else "#fce8e6"
-            shape = "×".join(map(str, r.shape))
-            err = "-" if math.isnan(r.rel_error) else f"{r.rel_error:.2e}"
-            worst = "" if r.worst is None else f"({r.worst[0]}, {r.worst[1]}): {r.worst[2]:.4g} vs {r.worst[3]:.4g}"
-            cells.append(
-                f"<tr style='background:{colour}'><td>{shape}</td><td>{'✔' if r.passed else '✘'}</td>"
-                f"<td>{err}</td><td>{r.n_bad:,}</td><td>{html.escape(worst)}</td>"
-                f"<td style='text-align:left'>{html.escape(r.message)}</td></tr>"
-            )
-        table = (
-            f"<p><b>{html.escape(self._title())}</b></p><table><tr><th>M×N×K</th><th>ok</th>"
-            "<th>rel. error</th><th>wrong elements</th><th>worst (i, j): got vs expected</th>"
-            f"<th>message</th></tr>{''.join(cells)}</table>"
-        )
-        target = self._pick(None)
-        if target is not None:
-            table += figure_img_tag(_heatmap_figure(target, self.tile), "wrong elements per output tile")
-        return table
-
-
-def _heatmap_figure(row: Row, tile: tuple[int, int]) -> Any:
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
-
-    frac = row.tile_fraction
-    tm, tn = frac.shape
-    fig = Figure(figsize=(min(max(4.8, 2.5 + 0.45 * tn), 11), min(max(3.6, 1.8 + 0.45 * tm), 8)),
-                 layout="constrained")
-    ax = fig.add_subplot()
-    image = ax.imshow(frac, cmap="Reds", vmin=0, vmax=1, interpolation="nearest", aspect="auto")
-    M, N, K = row.shape
-    ax.set_title(f"wrong elements per {tile[0]}×{tile[1]} output tile, M×N×K = {M}×{N}×{K}", fontsize=9)
-    ax.set_xlabel(f"tile column (n // {tile[1]})")
-    ax.set_ylabel(f"tile row (m // {tile[0]})")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    if tm * tn <= 256:
-        for i in range(tm):
-            for j in range(tn):
-                if frac[i, j] > 0:
-                    ax.text(j, i, f"{frac[i, j]:.0%}", ha="center", va="center", fontsize=7,
-                            color="white" if frac[i, j] > 0.5 else "black")
-    fig.colorbar(image, ax=ax, label="share wrong")
-    return fig
 
 
 # --------------------------------------------------------------------------- the check
@@ -418,8 +200,6 @@ def check_gemm(fn: Callable[..., Any], convention: str = "tn", dtype: Any = None
     pad = _whole(pad, "pad", MAX_PAD)
     offset = _whole(offset, "offset", MAX_OFFSET)
     if device != "cpu":
-        from gemmlab.remote import pool_for_work
-
         pool = pool_for_work()
         if pool is not None:  # gemmlab.connect(...) on a machine without a GPU: the class's GPU pool checks it
             return pool.check_gemm(fn, convention, dtype, out_dtype, _suite(shapes), float(alpha), float(beta),

@@ -11,13 +11,10 @@ a kernel (GB/s, with the interval of its median).
 """
 from __future__ import annotations
 
-import math
 import secrets
 import statistics
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from gemmlab.checking.check import RowVerdicts
 from gemmlab.errors import ContextLostError, GemmlabError, KernelTimeoutError
 from gemmlab.running.gpu import require_gpu
 from gemmlab.checking.integrity import NO_COPIES, late_work_message, library_guard, watched_call
@@ -26,126 +23,14 @@ from gemmlab.running.device import device_label, torch_device
 from gemmlab.dtypes import dtype_name
 from gemmlab.running.memory import GuardedMatrix
 from gemmlab.running.streams import DEFAULT_TIMEOUT_S
+from gemmlab.results import (COPY_DTYPES, MAX_COPY_ELEMENTS, MAX_SIDE, MAX_WHO_ELEMENTS, CopyResult, CopyRow,
+                             CopyTiming, Shape2, copy_shape)
 from gemmlab.timing.timing_lock import shared_gpu_work
+from gemmlab.offload import pool_for_work
 
-Shape2 = tuple[int, int]
-#: Element types a copy check moves.
-COPY_DTYPES = ("float16", "bfloat16", "float32")
-#: Largest side of a copied matrix, and most elements of one (the judge's limits too).
-MAX_SIDE = 16384
-MAX_COPY_ELEMENTS = 8192 * 8192
-#: Most elements of the "who copied what" maps one pool request carries, all shapes together (they cross the wire
-#: as numbers: at most about 11 MB of JSON, under the judge's report limit).
-MAX_WHO_ELEMENTS = 1 << 20
 #: Side of the tiles the failure map counts wrong elements in.
 MAP_TILE = 32
 
-
-@dataclass
-class CopyRow:
-    """The verdict for one shape: how many elements are wrong or never written, where, and who wrote what."""
-
-    shape: Shape2
-    passed: bool
-    n_bad: int
-    n_unwritten: int
-    guard_ok: bool
-    input_ok: bool
-    message: str
-    bad_tiles: tuple[tuple[int, int], ...] = ()   # (tile row, tile column) of dst's first wrong 32×32 tiles
-    who: Any = None                                 # numpy int32 (M, N): the thread index the kernel wrote, or None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"shape": list(self.shape), "passed": self.passed, "n_bad": self.n_bad, "n_unwritten": self.n_unwritten,
-                "guard_ok": self.guard_ok, "input_ok": self.input_ok, "message": self.message,
-                "bad_tiles": [list(t) for t in self.bad_tiles],
-                "who": None if self.who is None else self.who.tolist()}
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "CopyRow":
-        """The row :meth:`to_dict` wrote; anything else is a GemmlabError."""
-        import numpy as np
-
-        try:
-            shape = _shape2(data["shape"])
-            who = data["who"]
-            if who is not None:
-                who = np.array(who, dtype=np.int64)
-                if who.shape != shape or np.abs(who).max(initial=0) >= 2**31:
-                    raise ValueError("who map")
-                who = who.astype(np.int32)
-            flags = [data[k] for k in ("passed", "guard_ok", "input_ok")]
-            counts = [data[k] for k in ("n_bad", "n_unwritten")]
-            if not all(type(f) is bool for f in flags) or not all(type(c) is int and c >= 0 for c in counts) \
-                    or not isinstance(data["message"], str):
-                raise TypeError("a flag, count or message of the wrong type")
-            return cls(shape, flags[0], counts[0], counts[1], flags[1], flags[2], data["message"][:2000],
-                       tuple((int(r), int(c)) for r, c in data["bad_tiles"][:64]), who)
-        except (KeyError, TypeError, ValueError, GemmlabError) as exc:
-            raise GemmlabError(f"not a copy check row ({type(exc).__name__}: {str(exc)[:80]}).") from None
-
-
-@dataclass
-class CopyResult(RowVerdicts):
-    """All rows of one :func:`check_copy` call; prints as a table."""
-
-    rows: list[CopyRow]
-    dtype: str
-    transpose: bool
-    seed: int
-    device: str = ""
-    with_who: bool = False     #: whether the kernel was given a who map (check_copy's who=True)
-
-    def who(self, shape: Sequence[int]) -> Any:
-        """The "who copied what" map of ``shape`` (numpy int32, the thread index at every element of dst)."""
-        for row in self.rows:
-            if row.shape == tuple(shape):
-                if row.who is None:
-                    why = (f"the copy failed before its who map was read: {row.message}" if self.with_who
-                           else "pass who=True to check_copy")
-                    raise GemmlabError(f"the check of {tuple(shape)} carries no who map: {why}")
-                return row.who
-        raise GemmlabError(f"no row of this check has shape {tuple(shape)}; it checked {[r.shape for r in self.rows]}.")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rows": [r.to_dict() for r in self.rows], "dtype": self.dtype, "transpose": self.transpose,
-                "seed": self.seed, "device": self.device, "passed": self.passed, "with_who": self.with_who}
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "CopyResult":
-        if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
-            raise GemmlabError("not a copy check result: an object with a list of rows.")
-        seed, transpose, with_who = data.get("seed", 0), data.get("transpose", False), data.get("with_who", False)
-        if type(seed) is not int or type(transpose) is not bool or type(with_who) is not bool:
-            raise GemmlabError("not a copy check result: its seed is an integer, transpose and with_who true or false.")
-        return cls([CopyRow.from_dict(r) for r in data["rows"]], str(data.get("dtype", "")), transpose, seed,
-                   str(data.get("device", "")), with_who)
-
-    def __str__(self) -> str:
-        what = "transpose" if self.transpose else "copy"
-        verdict = "PASSED" if self.passed else f"FAILED ({len(self.failures)} of {len(self.rows)} shapes)"
-        where = f" on {self.device}" if self.device and not self.device.startswith(("cuda", "cpu")) else ""
-        lines = [f"check_copy ({what}, {self.dtype}): {verdict}{where}  [seed={self.seed}]",
-                 f"{'M×N':>12}  {'ok':4} {'wrong':>9} {'unwritten':>10}  message"]
-        for r in self.rows:
-            lines.append(f"{'×'.join(map(str, r.shape)):>12}  {'ok' if r.passed else 'FAIL':4} {r.n_bad:>9,} "
-                         f"{r.n_unwritten:>10,}  {r.message}")
-        return "\n".join(lines)
-
-    def raise_if_failed(self) -> None:
-        """AssertionError with the table when any shape failed (for test cells)."""
-        if not self.passed:
-            raise AssertionError(str(self))
-
-
-def _shape2(value: Any) -> Shape2:
-    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(
-            type(v) is int or (hasattr(v, "__index__") and not isinstance(v, bool)) for v in value):
-        raise GemmlabError(f"a copy shape is (M, N), two whole numbers, not {value!r:.60}.")
-    M, N = (int(v) for v in value)
-    if not (1 <= M <= MAX_SIDE and 1 <= N <= MAX_SIDE) or M * N > MAX_COPY_ELEMENTS:
-        raise GemmlabError(f"copy shape {M}×{N} is outside 1..{MAX_SIDE} per side and {MAX_COPY_ELEMENTS:,} elements.")
-    return M, N
 
 
 def copy_shapes(shapes: Any) -> list[Shape2]:
@@ -154,7 +39,7 @@ def copy_shapes(shapes: Any) -> list[Shape2]:
         shapes = [shapes]
     if not isinstance(shapes, (list, tuple)) or not 1 <= len(shapes) <= 32:
         raise GemmlabError("shapes is a list of 1 to 32 (M, N) pairs, e.g. [(96, 256), (32, 64)].")
-    return [_shape2(s) for s in shapes]
+    return [copy_shape(s) for s in shapes]
 
 
 def checked_dtype(dtype: Any) -> Any:
@@ -178,8 +63,6 @@ def check_copy(fn: Callable[..., Any], shapes: Any = ((128, 256),), dtype: Any =
     """
     dtype = checked_dtype(dtype)
     shapes = copy_shapes(shapes)
-    from gemmlab.remote import pool_for_work
-
     pool = pool_for_work()
     if pool is not None:   # gemmlab.connect(...) on a machine without a GPU: the class's GPU pool checks it
         if who and sum(M * N for M, N in shapes) > MAX_WHO_ELEMENTS:
@@ -211,47 +94,6 @@ def check_copy(fn: Callable[..., Any], shapes: Any = ((128, 256),), dtype: Any =
     return CopyResult(rows, dtype_name(dtype), bool(transpose), seed, device_label(dev), bool(who))
 
 
-@dataclass(frozen=True)
-class CopyTiming:
-    """What :func:`bench_copy` measured: the median of the timed batches and the bandwidth it means.
-
-    ``gbps`` counts the bytes read and written (2 × M × N × element size) per second; ``low_gbps`` and
-    ``high_gbps`` bound the median with ``coverage`` (gemmlab.timing.spread.median_interval over the batches).
-    """
-
-    shape: Shape2
-    dtype: str
-    transpose: bool
-    ms: float
-    gbps: float
-    low_gbps: float
-    high_gbps: float
-    coverage: float
-    batches: int
-    device: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"shape": list(self.shape), "dtype": self.dtype, "transpose": self.transpose, "ms": self.ms,
-                "gbps": self.gbps, "low_gbps": self.low_gbps, "high_gbps": self.high_gbps, "coverage": self.coverage,
-                "batches": self.batches, "device": self.device}
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "CopyTiming":
-        try:
-            values = [float(data[k]) for k in ("ms", "gbps", "low_gbps", "high_gbps", "coverage")]
-            if not all(math.isfinite(v) and v >= 0 for v in values):
-                raise ValueError("not finite")
-            return cls(_shape2(data["shape"]), str(data["dtype"]), bool(data["transpose"]), *values,
-                       int(data["batches"]), str(data.get("device", "")))
-        except (KeyError, TypeError, ValueError, GemmlabError) as exc:
-            raise GemmlabError(f"not a copy timing ({type(exc).__name__}: {str(exc)[:80]}).") from None
-
-    def __str__(self) -> str:
-        where = f" on {self.device}" if self.device else ""
-        return (f"{'transpose' if self.transpose else 'copy'} {self.shape[0]}×{self.shape[1]} {self.dtype}: "
-                f"{self.gbps:,.0f} GB/s (median of {self.batches} batches, {self.coverage:.0%} interval "
-                f"{self.low_gbps:,.0f}–{self.high_gbps:,.0f}){where}")
-
 
 def bench_copy(fn: Callable[..., Any], shape: Any = (8192, 8192), dtype: Any = None, *, transpose: bool = False,
                batches: int = 20, timeout_s: float | None = None) -> CopyTiming:
@@ -267,11 +109,9 @@ def bench_copy(fn: Callable[..., Any], shape: Any = (8192, 8192), dtype: Any = N
     from gemmlab.checking.integrity import BenchIntegrityError
 
     dtype = checked_dtype(dtype)
-    shape = _shape2(shape)
+    shape = copy_shape(shape)
     if isinstance(batches, bool) or not isinstance(batches, int) or not 6 <= batches <= 100:
         raise GemmlabError(f"batches is a whole number from 6 to 100, not {batches!r:.20}.")
-    from gemmlab.remote import pool_for_work
-
     pool = pool_for_work()
     if pool is not None:
         if batches != 20:

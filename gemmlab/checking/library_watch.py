@@ -9,7 +9,7 @@ any name, alias or helper it was reached through. A copy of a library's code pas
 be told from the student's own and is not caught; a hook removed during the call is reported.
 
 In grading, the student's function runs in the student's kernel: the judge asks for a watched call
-(:meth:`gemmlab.judge.answers.Answer.watched`), and this module runs it there.
+(:meth:`gemmlab.answers.stand_ins.Answer.watched`), and this module runs it there.
 """
 from __future__ import annotations
 

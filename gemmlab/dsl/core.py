@@ -23,7 +23,8 @@ from gemmlab.compiling.cubin import resources_with_spills
 from gemmlab.dtypes import dtype_name
 from ..errors import CompileError, GemmlabError, KernelError, LaunchError
 from gemmlab.running.gpu import current_arch, require_gpu
-from ..judge.answers import DslAnswer, StudentProcessOnly
+from gemmlab.answers.stand_ins import DslAnswer
+from gemmlab.answers.wire import StudentProcessOnly
 from ..profiling.switch import compile_key as timeline_key
 from gemmlab.compiling.resources import Resources
 from gemmlab.running import faults
@@ -474,7 +475,7 @@ def compile(fn: Callable, *example_args: Any, arch: str | None = None, options: 
     wrong call fails with a clear LaunchError. Returns a :class:`DslKernel`.
 
     In the grader's judge, ``fn`` is the student's function seen from there (a DslAnswer): the student's
-    kernel compiles it, and the result is a handle of that kernel (:class:`gemmlab.judge.answers.CompiledAnswer`).
+    kernel compiles it, and the result is a handle of that kernel (:class:`gemmlab.answers.stand_ins.CompiledAnswer`).
     """
     if isinstance(fn, DslAnswer):
         return fn.compile(*example_args, arch=arch, options=" ".join(options) if isinstance(options, (list, tuple))

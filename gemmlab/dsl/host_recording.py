@@ -40,7 +40,7 @@ H100_ATTRIBUTES = {
 }
 
 
-class RecordingError(GemmlabError):
+class HostRecordingError(GemmlabError):
     """The host code of a DSL function could not be recorded; the message says what it did that we cannot write down."""
 
 
@@ -84,12 +84,12 @@ def kernel_param_sizes(ptx: str, kernel: str) -> list[int]:
     """The byte size of each parameter of ``.entry kernel`` in ``ptx``."""
     start = ptx.find(f".entry {kernel}(")
     if start < 0:
-        raise RecordingError(f"the PTX has no kernel {kernel!r}.")
+        raise HostRecordingError(f"the PTX has no kernel {kernel!r}.")
     end = ptx.find(")", start + len(kernel) + 8)
     sizes = []
     for align, kind, count in _PARAM.findall(ptx[start + len(kernel) + 8:end]):
         if kind not in _SCALAR_BYTES:
-            raise RecordingError(f"kernel parameter type .{kind} is not understood.")
+            raise HostRecordingError(f"kernel parameter type .{kind} is not understood.")
         sizes.append(_SCALAR_BYTES[kind] * (int(count) if count else 1))
     return sizes
 
@@ -114,9 +114,9 @@ def image_size(address: int) -> int:
             if kind != 8:
                 size = max(size, offset + length)
     else:
-        raise RecordingError("the host code loaded a module that is neither a fatbin nor a cubin.")
+        raise HostRecordingError("the host code loaded a module that is neither a fatbin nor a cubin.")
     if size > 1 << 28:
-        raise RecordingError("the host code's module image claims more than 256 MiB.")
+        raise HostRecordingError("the host code's module image claims more than 256 MiB.")
     return size
 
 
@@ -187,7 +187,7 @@ class EmulatedRuntime:
     def _kernel_name(self, handle: Any) -> str:
         name = self._handles.get(int(handle or 0))
         if name is None or name.startswith("library:"):
-            raise RecordingError(f"the handle {handle} is not a kernel the host code looked up.")
+            raise HostRecordingError(f"the handle {handle} is not a kernel the host code looked up.")
         return name
 
     def _func_set_attribute(self, func: Any, attribute: int, value: int) -> int:
@@ -215,7 +215,7 @@ class EmulatedRuntime:
     def _library_kernel(self, out: Any, library: Any, name: bytes) -> int:
         owner = self._handles.get(int(library or 0), "")
         if not owner.startswith("library:"):
-            raise RecordingError("a kernel was looked up in a library the host code never loaded.")
+            raise HostRecordingError("a kernel was looked up in a library the host code never loaded.")
         text = name.decode("utf-8", "replace")
         self.recording.kernels[text] = int(owner.split(":")[1])
         out[0] = self._handle(text)
@@ -223,7 +223,7 @@ class EmulatedRuntime:
 
     def _params(self, kernel: str, args: Any) -> tuple[bytes, ...]:
         if kernel not in self.param_sizes:
-            raise RecordingError(f"no parameter list for kernel {kernel}.")
+            raise HostRecordingError(f"no parameter list for kernel {kernel}.")
         return tuple(ctypes.string_at(args[i], size) for i, size in enumerate(self.param_sizes[kernel]))
 
     def _record_launch(self, func: Any, grid: tuple, block: tuple, smem: int, attributes: tuple, args: Any) -> int:
@@ -238,7 +238,7 @@ class EmulatedRuntime:
         smem, _stream, attrs = struct.unpack_from("<QQQ", raw, 24)
         count, = struct.unpack_from("<I", raw, 48)
         if count > 16:
-            raise RecordingError(f"a launch with {count} attributes.")
+            raise HostRecordingError(f"a launch with {count} attributes.")
         attributes = []
         for i in range(count):
             item = ctypes.string_at(attrs + i * LAUNCH_ATTRIBUTE_BYTES, LAUNCH_ATTRIBUTE_BYTES)
@@ -256,7 +256,7 @@ class EmulatedRuntime:
     def _encode_tiled(self, tensor_map: Any, dtype: int, rank: int, address: Any, dims: Any, strides: Any, box: Any,
                       element_strides: Any, interleave: int, swizzle: int, l2: int, oob: int) -> int:
         if not 1 <= rank <= 5:
-            raise RecordingError(f"a TMA descriptor of rank {rank}.")
+            raise HostRecordingError(f"a TMA descriptor of rank {rank}.")
         self.recording.tensor_maps.append(TensorMapRecord(
             int(address or 0), int(dtype), tuple(dims[i] for i in range(rank)),
             tuple(strides[i] for i in range(rank - 1)), tuple(box[i] for i in range(rank)),
@@ -280,8 +280,8 @@ def export_object(compiled: Any, prefix: str) -> bytes:
         try:
             compiled.export_to_c(folder, prefix)
         except Exception as exc:  # noqa: BLE001 - the DSL's own errors, reported with what we were doing
-            raise RecordingError(f"the CuTe DSL could not export the compiled function's host code: "
-                                 f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            raise HostRecordingError(f"the CuTe DSL could not export the compiled function's host code: "
+                                     f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         return (Path(folder) / f"{prefix}.o").read_bytes()
 
 
@@ -290,10 +290,10 @@ def run_host_code(object_file: bytes, prefix: str, exe_args: Sequence[int], runt
     try:
         loaded = LoadedObject(object_file, runtime.addresses())
     except ElfObjectError as exc:
-        raise RecordingError(f"the DSL's host code cannot be run to record its launch: {exc}") from None
+        raise HostRecordingError(f"the DSL's host code cannot be run to record its launch: {exc}") from None
     entries = [n for n in loaded.names() if n.startswith(f"_mlir_{prefix}_{_ENTRY}")]
     if len(entries) != 1:
-        raise RecordingError(f"expected one host entry point in the exported object, found {len(entries)}.")
+        raise HostRecordingError(f"expected one host entry point in the exported object, found {len(entries)}.")
     library = ctypes.c_void_p(0)
     library_ptr = ctypes.pointer(library)
     status = ctypes.c_int(0)
@@ -303,7 +303,8 @@ def run_host_code(object_file: bytes, prefix: str, exe_args: Sequence[int], runt
     load_args = (ctypes.c_void_p * 3)(ctypes.addressof(library_ptr), ctypes.addressof(device), ctypes.addressof(status))
     loaded.function(f"_mlir_{prefix}_cuda_load_to_device", None, ctypes.c_void_p)(load_args)
     if status.value:
-        raise RecordingError(f"loading the module failed in the recording ({'; '.join(runtime.recording.problems)}).")
+        problems = "; ".join(runtime.recording.problems)
+        raise HostRecordingError(f"loading the module failed in the recording ({problems}).")
     result = ctypes.c_int32(0)
     packed = (ctypes.c_void_p * (len(exe_args) + 1))(*[int(a) for a in exe_args], ctypes.addressof(result))
     loaded.function(entries[0], None, ctypes.c_void_p, ctypes.c_int32)(packed, len(exe_args) + 1)
@@ -314,5 +315,5 @@ def run_host_code(object_file: bytes, prefix: str, exe_args: Sequence[int], runt
     return recording
 
 
-__all__ = ["EmulatedRuntime", "H100_ATTRIBUTES", "HostRecording", "LaunchRecord", "RecordingError",
+__all__ = ["EmulatedRuntime", "H100_ATTRIBUTES", "HostRecording", "LaunchRecord", "HostRecordingError",
            "TensorMapRecord", "image_size", "export_object", "kernel_names", "kernel_param_sizes", "run_host_code"]

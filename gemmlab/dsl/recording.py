@@ -26,7 +26,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from gemmlab.dtypes import dtype_name
 from gemmlab.running.contract import span_bytes
-from .host_recording import HostRecording, RecordingError
+from .host_recording import HostRecording, HostRecordingError
 
 #: Alignment (bytes) a probe's address shares with the operand it stands for.
 PROBE_ALIGNMENT = 512
@@ -90,7 +90,7 @@ class DslRecorder:
 
     def _step(self, step: dict[str, Any]) -> None:
         if len(self.steps) >= MAX_STEPS:
-            raise RecordingError(f"the function did more than {MAX_STEPS} launches and copies in one call.")
+            raise HostRecordingError(f"the function did more than {MAX_STEPS} launches and copies in one call.")
         self.steps.append(step)
 
     def add_copy(self, dst: Any, src: Any) -> None:
@@ -101,7 +101,7 @@ class DslRecorder:
 
     def add_launches(self, host: HostRecording, tensors: list[Any]) -> None:
         if host.problems:
-            raise RecordingError("recording the DSL kernel's launch failed: " + "; ".join(host.problems[:5]))
+            raise HostRecordingError("recording the DSL kernel's launch failed: " + "; ".join(host.problems[:5]))
         for t in tensors:
             self.buffer_of(t)       # every tensor the kernel was given is a buffer the judge provides
         keys = []
@@ -109,7 +109,7 @@ class DslRecorder:
             key = hashlib.sha256(image).hexdigest()
             if key not in self.images:
                 if sum(len(v) * 3 // 4 for v in self.images.values()) + len(image) > MAX_IMAGE_BYTES:
-                    raise RecordingError(f"the kernels' module images take more than {MAX_IMAGE_BYTES:,} bytes.")
+                    raise HostRecordingError(f"the kernels' module images take more than {MAX_IMAGE_BYTES:,} bytes.")
                 self.images[key] = base64.b64encode(image).decode()
             keys.append(key)
         first_map = len(self.tensor_maps)
@@ -117,7 +117,7 @@ class DslRecorder:
                                   element_strides=list(m.element_strides)) for m in host.tensor_maps]
         for launch in host.launches:
             if sum(s["op"] == "launch" for s in self.steps) >= MAX_LAUNCHES:
-                raise RecordingError(f"the function launched more than {MAX_LAUNCHES} kernels in one call.")
+                raise HostRecordingError(f"the function launched more than {MAX_LAUNCHES} kernels in one call.")
             self._step({
                 "op": "launch", "image": keys[host.kernels[launch.kernel]], "kernel": launch.kernel,
                 "grid": list(launch.grid), "block": list(launch.block), "smem": launch.smem,
@@ -129,8 +129,9 @@ class DslRecorder:
     def plan(self) -> dict[str, Any]:
         """The recorded call as plain data (:mod:`gemmlab.judge.dsl_replay` says how it is replayed)."""
         if not any(s["op"] == "launch" for s in self.steps):
-            raise RecordingError("the function launched no CuTe DSL kernel: the judge runs only what a gemmlab DSL "
-                                 "kernel (gemmlab.dsl.compile / gemm_fn) launches, so the product must come from it.")
+            raise HostRecordingError("the function launched no CuTe DSL kernel: the judge runs only what a gemmlab "
+                                     "DSL kernel (gemmlab.dsl.compile / gemm_fn) launches, so the product must come "
+                                     "from it.")
         return {"version": 1, "arch": self.arch, "images": dict(self.images), "buffers": list(self.buffers),
                 "steps": list(self.steps), "tensor_maps": list(self.tensor_maps)}
 
@@ -147,9 +148,9 @@ def _watch(recorder: DslRecorder) -> Any:
             aliases = [r.alias_info for r in schema.returns]
             writes = any(a is not None and a.is_write for a in aliases)
             if name in ("_local_scalar_dense", "is_nonzero", "equal", "allclose"):
-                raise RecordingError(f"your function reads the values of a tensor ({schema.name}: .item(), float(), "
-                                     "a comparison) while its launches are recorded: it runs on stand-in tensors that "
-                                     "hold no data, so it may read shapes, dtypes and strides only.")
+                raise HostRecordingError(f"your function reads the values of a tensor ({schema.name}: .item(), "
+                                         "float(), a comparison) while its launches are recorded: it runs on stand-in "
+                                         "tensors that hold no data, so it may read shapes, dtypes and strides only.")
             result = func(*args, **kwargs)
             if writes:
                 if name == "copy_":
@@ -159,8 +160,8 @@ def _watch(recorder: DslRecorder) -> Any:
                 elif name == "fill_" and not hasattr(args[1], "shape"):
                     recorder.add_fill(args[0], args[1])
                 else:
-                    raise RecordingError(f"your function computes with torch ({schema.name}) while its launches "
-                                         "are recorded for the judge, which replays only DSL kernels and copies.")
+                    raise HostRecordingError(f"your function computes with torch ({schema.name}) while its launches "
+                                             "are recorded for the judge, which replays only DSL kernels and copies.")
             elif any(a is not None for a in aliases):
                 pass                                       # a view: no data moves
             elif name in ZERO_OR_EMPTY:
@@ -172,8 +173,8 @@ def _watch(recorder: DslRecorder) -> Any:
                 if name in ("_to_copy", "clone"):
                     recorder.add_copy(result, args[0])
             else:
-                raise RecordingError(f"your function computes with torch ({schema.name}) while its launches are "
-                                     "recorded for the judge, which replays only DSL kernels and copies.")
+                raise HostRecordingError(f"your function computes with torch ({schema.name}) while its launches are "
+                                         "recorded for the judge, which replays only DSL kernels and copies.")
             return result
 
     return Watch()

@@ -26,7 +26,8 @@ The contract:
 A CuTe DSL kernel cannot be described as source the judge compiles (its Python is the student's), so
 the grader's judge replays what the student's process *recorded* instead: ``dsl_replay.Replay`` takes a
 plan (module images, launches, copies and buffers as plain data, made by ``gemmlab.dsl.recording``),
-checks it and runs it on the judge's own tensors; ``answers`` records and replays a judged test's calls.
+checks it and runs it on the judge's own tensors; ``gemmlab.answers`` (its
+judge-side stand-ins) records and replays a judged test's calls.
 
 What the judge trusts: gemmlab itself and the Python environment it is started in (chosen by the
 trusted caller), the GPU driver and torch as the reference. What it does not trust: every field

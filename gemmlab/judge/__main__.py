@@ -5,9 +5,10 @@ prints, logs and a kernel's device ``printf``, which the driver writes to descri
 the log), and the report is written to a private copy of the original stdout. The process
 exits right after the report, without tearing down a CUDA context a hung kernel may still hold.
 
-Options (chosen by the trusted caller, never by the request): ``--backend gpu|fake``,
-``--compile-memory-mb N`` (address-space limit of the compile process; 0: none). The judge
-compiles without gemmlab's on-disk cache, which a student's process may be able to write.
+Option (chosen by the trusted caller, never by the request): ``--compile-memory-mb N`` (address-space
+limit of the compile process; 0: none). The judge compiles without gemmlab's on-disk cache, which a
+student's process may be able to write. It always judges on the GPU (:class:`~.backend.GpuBackend`);
+tests run the same flow with a test double of their own through :func:`serve`.
 """
 from __future__ import annotations
 
@@ -17,14 +18,13 @@ import sys
 import traceback
 from typing import Sequence
 
-from .backend import Backend, FakeBackend, GpuBackend, judge
+from .backend import Backend, GpuBackend, judge
 from .errors import JudgeError
 from .protocol import MAX_REQUEST_BYTES, JudgeReport, JudgeRequest
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gemmlab.judge", description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", choices=("gpu", "fake"), default="gpu")
     parser.add_argument("--compile-memory-mb", type=int, default=16384)
     return parser
 
@@ -51,13 +51,11 @@ def _report_channel() -> int:
     return channel
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def serve(backend: Backend, argv: Sequence[str] | None = None) -> int:
+    """Read one request on stdin and write ``backend``'s report on the report channel (the options are parsed,
+    so a caller's command line is checked the same way whichever backend answers)."""
+    _parser().parse_args(argv)
     channel = _report_channel()
-    if args.backend == "fake":
-        backend: Backend = FakeBackend()
-    else:
-        backend = GpuBackend(compile_memory_bytes=max(args.compile_memory_mb, 0) << 20)
     raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
     report = answer(raw, backend)
     data = report.to_json().encode()
@@ -65,6 +63,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = data[os.write(channel, data):]
     os.close(channel)
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m gemmlab.judge``: one request judged on this machine's GPU."""
+    args = _parser().parse_args(argv)
+    return serve(GpuBackend(compile_memory_bytes=max(args.compile_memory_mb, 0) << 20), argv)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gemmlab.checking.check import CheckResult
-from gemmlab.checking.copy_check import CopyResult
+from gemmlab.results import CheckResult, CopyResult
 from ..errors import ContextLostError, GemmlabError, KernelTimeoutError
 from ..profiling import ncu
 from ..profiling.errors import ProfilerError

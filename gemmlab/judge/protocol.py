@@ -12,9 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gemmlab.checking.check import MAX_OFFSET, MAX_PAD
-from gemmlab.checking.check import SUITES as _CHECK_SUITES
-from gemmlab.checking.copy_check import COPY_DTYPES, MAX_COPY_ELEMENTS, MAX_WHO_ELEMENTS
+from gemmlab.results import COPY_DTYPES, MAX_COPY_ELEMENTS, MAX_OFFSET, MAX_PAD, MAX_WHO_ELEMENTS, SUITES as _CHECK_SUITES
 from .errors import JudgeError
 from .profile_options import PROFILE_ACTIONS, ProfileOptions, checked_options
 from .spec import DslSpec, KernelSpec

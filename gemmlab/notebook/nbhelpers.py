@@ -14,7 +14,6 @@ notebooks call them only then).
 """
 from __future__ import annotations
 
-import inspect
 import os
 import random
 import re
@@ -26,7 +25,9 @@ from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 from gemmlab.errors import CompileTimeoutError, GemmlabError, LaunchError
 from gemmlab.dtypes import dtype_name
 from gemmlab.running.gpu import current_arch, has_gpu
-from gemmlab.judge.answers import Answer, DslAnswer
+from gemmlab.answers.placeholders import STUB_MARK, function_done, source_done
+from gemmlab.answers.stand_ins import Answer
+from gemmlab.offload import pool_for_work
 
 __all__ = [
     "FALLBACK_ARCH", "H100_ILLUSTRATION", "OPTION_NAMES", "STUB_MARK",
@@ -38,8 +39,6 @@ __all__ = [
 
 #: The arch kernels are compiled for when there is no GPU to ask (the course targets H100).
 FALLBACK_ARCH = "sm_90a"
-#: What nbgrader leaves in the student release where a solution was (python code stub).
-STUB_MARK = "raise NotImplementedError()"
 #: How the notebooks name their two front-ends' kernels: option A (CuTe C++) and option B (CuTe DSL).
 OPTION_NAMES = ("C++ (option A)", "DSL (option B)")
 
@@ -108,8 +107,6 @@ def show(fig: Any) -> None:
 def uses_pool() -> bool:
     """Whether ``check_gemm`` and ``bench_gemm`` run on the class's GPU pool here: no GPU on this machine and
     ``gemmlab.connect`` (or ``GEMMLAB_POOL``) on. Never in the grader, which grades on its own GPU."""
-    from gemmlab.remote import pool_for_work
-
     return pool_for_work() is not None
 
 
@@ -281,22 +278,6 @@ def ask_each(fn: Callable[..., Any], calls: list[tuple]) -> list[Any]:
     if isinstance(fn, Answer):
         return fn.each([tuple(args) for args in calls])
     return [ask(fn, *args) for args in calls]
-
-
-def source_done(source: str) -> bool:
-    """False while kernel source (a C++ string) still contains the exercise placeholder."""
-    return STUB_MARK not in source
-
-
-def function_done(fn: Callable[..., Any]) -> bool:
-    """False while a Python function's body is still the exercise placeholder."""
-    if isinstance(fn, (Answer, DslAnswer)):   # in the judge: the student's kernel said whether it is done
-        return fn.done
-    fn = inspect.unwrap(getattr(fn, "__wrapped__", fn))
-    try:
-        return STUB_MARK not in inspect.getsource(fn)
-    except (OSError, TypeError):  # no source to inspect: assume the student wrote it
-        return True
 
 
 def require_source_done(source: str, where: str) -> None:

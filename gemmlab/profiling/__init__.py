@@ -12,7 +12,9 @@
 Modules: ``ncu`` (running Nsight Compute, reading its CSV), ``versions`` (versions refused), ``metrics``
 (the curated counters and stall sentences), ``readout`` and ``readout_picture``, ``trace_format`` (the
 timeline's buffer and PTX), ``marks`` and ``switch`` (the DSL's marks), ``timeline`` and
-``timeline_picture``, ``html``, ``power`` (NVML), ``synthetic`` (labelled test data), ``api`` (the entry points).
+``timeline_picture`` (the pictures take the data objects; the data objects draw themselves through them, and
+neither imports the other back), ``lanes`` (warp roles), ``html``, ``power`` (NVML), ``synthetic`` (labelled
+test data), ``api`` (the entry points).
 The judge's side is ``gemmlab.judge.ncu_run``, ``profile_target`` and ``tracing``.
 """
 from __future__ import annotations

@@ -96,7 +96,7 @@ class _Call:
         """The judge request of ``action`` for this call (recorded here, with the marks for a trace)."""
         from ..judge.errors import JudgeError
         from ..judge.protocol import JudgeRequest
-        from ..remote.errors import RecordingError
+        from ..remote.errors import UnsendableCallError
         from ..remote.gemm import judge_limits
         from ..remote.recording import DslRecording
         from ..remote.requests import dsl_spec_for, spec_for
@@ -113,7 +113,7 @@ class _Call:
             return JudgeRequest(spec, action, dt, out, shape=self.problem, limits=judge_limits(timeout_s),
                                 alpha=self.alpha, beta=self.beta, profile=options)
         except JudgeError as exc:
-            raise RecordingError(f"this call cannot be profiled: {exc}") from None
+            raise UnsendableCallError(f"this call cannot be profiled: {exc}") from None
 
     def judged(self, action: str, options: Any, timeout_s: float | None) -> tuple[dict[str, Any], str, bool]:
         """(the profile or timeline data the judge answered, where it ran, whether on the pool); the error of a
@@ -144,8 +144,7 @@ def _judged(request: Any) -> tuple[Any, str, bool]:
 def _raise_for(report: Any, where: str) -> None:
     """The error of a report that carries no profile: a wrong kernel, a refusal, a fault, a timeout."""
     if report.verdict == "failed" and report.check is not None:
-        from gemmlab.checking.check import CheckResult
-        from gemmlab.checking.copy_check import CopyResult
+        from gemmlab.results import CheckResult, CopyResult
 
         try:
             result = (CheckResult if "convention" in report.check else CopyResult).from_dict(report.check)

@@ -7,16 +7,35 @@ which Nsight Compute and when; a recorded or synthetic readout says so in red.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, Sequence
 
 from .metrics import OCCUPANCY_LIMITS
-from .readout import Readout
+
+
+class DrawnReadout(Protocol):
+    """What the picture reads of a :class:`~gemmlab.profiling.readout.Readout` (named here, not imported: the
+    readout draws itself through this module, so this module may not import it back)."""
+
+    speed_of_light: Sequence[Any]
+    shared: Sequence[Any]
+    occupancy: Any
+    source: str
+
+    @property
+    def label(self) -> str: ...
+
+    def title(self) -> str: ...
+
+    def clock_text(self) -> str: ...
+
+    def top_stalls(self) -> Sequence[Any]: ...
+
 
 COLOURS = {"bar": "#4c78a8", "ideal": "#9ecae9", "measured": "#4c78a8", "model": "#f58518", "stall": "#e45756",
            "theoretical": "#d9d9d9", "limit": "#bab0ac", "limiter": "#e45756"}
 
 
-def _speed_of_light(ax: Any, r: Readout) -> None:
+def _speed_of_light(ax: Any, r: DrawnReadout) -> None:
     names = [b.name for b in r.speed_of_light][::-1]
     values = [b.percent or 0.0 for b in r.speed_of_light][::-1]
     ax.barh(names, values, color=COLOURS["bar"])
@@ -28,7 +47,7 @@ def _speed_of_light(ax: Any, r: Readout) -> None:
     ax.set_title("Speed of light", loc="left", fontsize=10)
 
 
-def _shared(ax: Any, r: Readout) -> None:
+def _shared(ax: Any, r: DrawnReadout) -> None:
     width = 0.27
     for i, row in enumerate(r.shared):
         wf, ideal = row.per_instruction(row.wavefronts), row.per_instruction(row.ideal)
@@ -51,7 +70,7 @@ def _shared(ax: Any, r: Readout) -> None:
     ax.set_title("Shared memory (bank conflicts = measured − ideal)", loc="left", fontsize=10)
 
 
-def _occupancy(ax: Any, r: Readout) -> None:
+def _occupancy(ax: Any, r: DrawnReadout) -> None:
     o = r.occupancy
     ax.barh(["theoretical", "achieved"], [o.theoretical_pct or 0.0, o.achieved_pct or 0.0],
             color=[COLOURS["theoretical"], COLOURS["bar"]])
@@ -70,7 +89,7 @@ def _occupancy(ax: Any, r: Readout) -> None:
     ax.set_title("Occupancy", loc="left", fontsize=10)
 
 
-def _stalls(ax: Any, r: Readout) -> None:
+def _stalls(ax: Any, r: DrawnReadout) -> None:
     top = r.top_stalls()
     if not top:
         ax.text(0.5, 0.5, "stall reasons not measured", ha="center", va="center")
@@ -85,7 +104,7 @@ def _stalls(ax: Any, r: Readout) -> None:
     ax.set_title("Where the warps waited", loc="left", fontsize=10)
 
 
-def draw(r: Readout) -> Any:
+def draw(r: DrawnReadout) -> Any:
     """The figure of readout ``r`` (the caller closes it)."""
     import matplotlib.pyplot as plt
 
@@ -102,4 +121,4 @@ def draw(r: Readout) -> Any:
     return fig
 
 
-__all__ = ["COLOURS", "draw"]
+__all__ = ["DrawnReadout", "COLOURS", "draw"]

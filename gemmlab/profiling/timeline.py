@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from .errors import TimelineError
+from .lanes import warp_roles
 from .trace_format import (CUSTOM_IDS, HEADER_BYTES, MAGIC, NAMES, PARTIAL_BIT, RECORD_BYTES, SM_MASK, SM_SHIFT,
                            STATE_MASK, STATES, VERSION)
 
@@ -314,16 +315,6 @@ class Timeline:
 
     __hash__ = None  # type: ignore[assignment]
 
-
-def warp_roles(roles: Mapping[str, Iterable[int]] | None, warps: int) -> dict[int, str]:
-    """``{"producer": [0], "consumers": range(4, 12)}`` as warp -> role; warps not named keep 'warp N'."""
-    out: dict[int, str] = {}
-    for role, members in (roles or {}).items():
-        for w in members:
-            if not isinstance(w, int) or not 0 <= w < max(warps, 1):
-                raise TimelineError(f"role {role!r} names warp {w!r}; the CTA has warps 0 to {warps - 1}.")
-            out[w] = str(role)
-    return out
 
 
 def state_names(names: Mapping[int, str] | None) -> dict[int, str]:

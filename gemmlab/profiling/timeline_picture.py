@@ -7,9 +7,27 @@ order CTAs started in, so the last wave (the CTAs still running when the others 
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Protocol
 
-from .timeline import Timeline, warp_roles
+from .lanes import warp_roles
+
+
+class DrawnTimeline(Protocol):
+    """What the pictures read of a :class:`~gemmlab.profiling.timeline.Timeline` (named here, not imported: the
+    timeline draws itself through this module, so this module may not import it back)."""
+
+    warps_per_cta: int
+    source: str
+
+    @property
+    def label(self) -> str: ...
+
+    def title(self) -> str: ...
+
+    def spans(self, cta: int = 0) -> list[Any]: ...
+
+    def sm_spans(self) -> list[tuple[int, int, float, float]]: ...
+
 
 COLOURS = {"START": "#d9d9d9", "LOAD": "#4c78a8", "WAIT_LOAD": "#f58518", "WAIT_SLOT": "#eeca3b", "MMA": "#54a24b",
            "WAIT_MMA": "#b5d99c", "SYNC": "#e45756", "EPILOGUE": "#b279a2", "OTHER": "#9d755d"}
@@ -22,7 +40,7 @@ def _colour(state: str, extra: dict[str, str]) -> str:
     return extra.setdefault(state, EXTRA[len(extra) % len(EXTRA)])
 
 
-def draw_cta(t: Timeline, cta: int, roles: Mapping[str, Iterable[int]] | None = None) -> Any:
+def draw_cta(t: DrawnTimeline, cta: int, roles: Mapping[str, Iterable[int]] | None = None) -> Any:
     """The figure of ``cta``'s warps (the caller closes it)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
@@ -51,7 +69,7 @@ def draw_cta(t: Timeline, cta: int, roles: Mapping[str, Iterable[int]] | None = 
     return fig
 
 
-def draw_sms(t: Timeline) -> Any:
+def draw_sms(t: DrawnTimeline) -> Any:
     """The figure of every traced CTA on its SM over the launch (the caller closes it)."""
     import matplotlib.pyplot as plt
 

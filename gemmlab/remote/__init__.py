@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .connection import Pool, connect, current, disconnect, pool_for_work
 from .errors import (PoolAuthError, PoolBusyError, PoolError, PoolKernelError, PoolRequestError, PoolUnavailableError,
-                     RecordingError)
+                     UnsendableCallError)
 
 __all__ = ["Pool", "PoolAuthError", "PoolBusyError", "PoolError", "PoolKernelError", "PoolRequestError",
-           "PoolUnavailableError", "RecordingError", "connect", "current", "disconnect", "pool_for_work"]
+           "PoolUnavailableError", "UnsendableCallError", "connect", "current", "disconnect", "pool_for_work"]

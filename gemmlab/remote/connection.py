@@ -14,11 +14,10 @@ import os
 import threading
 from typing import Any, Callable, Sequence
 
-from gemmlab.timing.bench import BenchResult
-from gemmlab.checking.check import CheckResult
-from gemmlab.checking.copy_check import CopyResult, CopyTiming
+from gemmlab.results import BenchResult, CheckResult, CopyResult, CopyTiming
 from gemmlab.running.gpu import has_gpu
 from gemmlab.checking.integrity import grading_mode
+from gemmlab import offload
 from ..judge.protocol import JudgeRequest
 from .errors import PoolAuthError
 from .copy import remote_copy_bench, remote_copy_check
@@ -144,6 +143,9 @@ def pool_for_work() -> Pool | None:
     not from a service a hand-in connected to.
     """
     return None if has_gpu() or grading_mode() else current()
+
+
+offload.register("pool", pool_for_work)   # check_gemm and the others find the pool through gemmlab.offload
 
 
 __all__ = ["DEFAULT_TIMEOUT_S", "HUB_TOKEN_ENV", "Pool", "TOKEN_ENV", "URL_ENV", "connect", "current", "disconnect", "pool_for_work"]

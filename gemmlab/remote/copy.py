@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from gemmlab.checking.copy_check import CopyResult, CopyRow, CopyTiming
+from gemmlab.results import CopyResult, CopyRow, CopyTiming
 from ..errors import GemmlabError
 from gemmlab.dtypes import dtype_name
-from .errors import RecordingError
+from .errors import UnsendableCallError
 from .gemm import Judging, device_text, error_for, judge_limits, judged_rows
 from .recording import DslRecording, Recording, record_copy
 from .requests import copy_bench_request, copy_requests
@@ -26,7 +26,7 @@ def remote_copy_check(pool: Judging, fn: Callable[..., Any], shapes: Sequence[Sh
     for shape in dict.fromkeys(tuple(s) for s in shapes):
         try:
             recorded.append(record_copy(fn, shape, dtype, transpose, who))  # type: ignore[arg-type]
-        except RecordingError:
+        except UnsendableCallError:
             raise
         except GemmlabError as exc:  # the function refused this shape itself, as it would on a local GPU
             rows[shape] = CopyRow(shape, False, 0, 0, True, True, f"{type(exc).__name__}: {exc}")  # type: ignore[arg-type]

@@ -28,7 +28,7 @@ class PoolUnavailableError(PoolError):
     """The pool could not be reached, did not answer in time, failed, or answered something unreadable."""
 
 
-class RecordingError(PoolError):
+class UnsendableCallError(PoolError):
     """A GEMM function's launches cannot be sent as data (it launches nothing, or more than the pool runs)."""
 
 
@@ -37,4 +37,4 @@ class PoolKernelError(KernelError):
 
 
 __all__ = ["PoolAuthError", "PoolBusyError", "PoolError", "PoolKernelError", "PoolRequestError",
-           "PoolUnavailableError", "RecordingError"]
+           "PoolUnavailableError", "UnsendableCallError"]

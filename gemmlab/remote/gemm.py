@@ -10,14 +10,13 @@ import dataclasses
 import math
 from typing import Any, Callable, Protocol, Sequence
 
-from gemmlab.timing.bench import ROUNDS, BenchResult
-from gemmlab.checking.check import CheckResult, Row
+from gemmlab.results import ROUNDS, BenchResult, CheckResult, Row
 from ..errors import CompileError, CompileTimeoutError, GemmlabError, KernelTimeoutError, LaunchError, ToolchainError
 from gemmlab.checking.integrity import BenchIntegrityError
 from ..judge.protocol import MAX_COMPILE_S, MAX_KERNEL_S, TIMING_ACTIONS, JudgeLimits, JudgeRequest
 from gemmlab.dtypes import dtype_name
 from gemmlab.running.streams import DEFAULT_TIMEOUT_S
-from .errors import PoolError, PoolKernelError, PoolRequestError, PoolUnavailableError, RecordingError
+from .errors import PoolError, PoolKernelError, PoolRequestError, PoolUnavailableError, UnsendableCallError
 from .recording import DslRecording, Recording, record
 from .requests import bench_request, check_requests
 from .transport import PoolReply
@@ -112,7 +111,7 @@ def remote_check(pool: Judging, fn: Callable[..., Any], convention: str, dtype: 
     for shape in dict.fromkeys(tuple(s) for s in shapes):
         try:
             recorded.append(record(fn, shape, convention, dtype, out_dtype, alpha, beta, pad, offset))
-        except RecordingError:
+        except UnsendableCallError:
             raise
         except GemmlabError as exc:  # the function refused this shape itself, as it would on a local GPU
             rows[shape] = Row(shape, False, math.nan, None, 0, True, True, f"{type(exc).__name__}: {exc}")

@@ -30,7 +30,7 @@ from ..judge.binding import NULL, check_positional
 from ..judge.errors import JudgeError
 from ..judge.spec import RecordedLaunch
 from gemmlab.running.launch import LaunchLimits, validate_launch
-from .errors import RecordingError
+from .errors import UnsendableCallError
 
 #: One recording at a time: the kernel class's call is swapped for the recorder while it runs.
 _SWAP = threading.Lock()
@@ -117,8 +117,8 @@ def student_options(options: tuple[str, ...], arch: str) -> tuple[str, ...]:
     start = 0
     while start < len(options) and (options[start] in own or options[start].startswith(("--include-path=", "-std="))):
         if options[start].startswith("-std=") and options[start] != f"-std={DEFAULT_STD}":
-            raise RecordingError(f"kernel compiled with {options[start]}: the pool compiles with -std={DEFAULT_STD}; "
-                                 "compile without std= to run it there.")
+            raise UnsendableCallError(f"kernel compiled with {options[start]}: the pool compiles with "
+                                      f"-std={DEFAULT_STD}; compile without std= to run it there.")
         start += 1
     return tuple(options[start:])
 
@@ -135,14 +135,14 @@ def _argument(value: Any, position: int, operands: dict[int, str], tensors: str 
         return NULL
     if isinstance(value, torch.Tensor):
         if id(value) not in operands:
-            raise RecordingError(
+            raise UnsendableCallError(
                 f"argument {position} of the kernel is a tensor that is not {tensors} itself (a view, copy, "
                 f"scratch buffer or new tensor). The pool gives the kernel only the call's tensors ({tensors}): "
                 "pass them to the kernel directly.")
         return operands[id(value)]
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise RecordingError(f"argument {position} of the kernel is a {type(value).__name__}: the pool passes only "
-                             "the tensors and numbers (ints, floats).")
+        raise UnsendableCallError(f"argument {position} of the kernel is a {type(value).__name__}: the pool passes "
+                                  "only the tensors and numbers (ints, floats).")
     return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
@@ -163,7 +163,7 @@ def record(fn: Callable[..., Any], shape: tuple[int, int, int], convention: str,
 
     A GemmlabError the function raises itself (a LaunchError of its own checks, a bad grid)
     passes through, as a local check reports it for that shape; anything that cannot be sent
-    is a :class:`RecordingError`.
+    is a :class:`UnsendableCallError`.
     """
     A, B, out = probes = gemm_probes(shape, convention, dtype, out_dtype, pad, offset)
     call_args = (A, B, out) if convention == "tn" else (A, B, out, alpha, beta)
@@ -201,7 +201,7 @@ def _record(fn: Callable[..., Any], call_args: tuple[Any, ...], probes: list[Any
     """Call ``fn(*call_args)`` with kernel launches written down; ``probes`` are the three tensors in role order
     (A, B, out), ``what`` and ``tensors`` name the function and its tensors in messages."""
     from ..dsl.host_recording import H100_ATTRIBUTES
-    from ..dsl.host_recording import RecordingError as DslRecordingError
+    from ..dsl.host_recording import HostRecordingError
     from ..dsl.recording import recording
     from gemmlab.running.kernel import Kernel
 
@@ -209,42 +209,42 @@ def _record(fn: Callable[..., Any], call_args: tuple[Any, ...], probes: list[Any
         with kernel_calls() as calls, library_guard(True, allowed) as computed, \
                 recording(POOL_ARCH, H100_ATTRIBUTES, probes) as dsl:
             fn(*call_args)
-    except DslRecordingError as exc:
-        raise RecordingError(f"{what} cannot be sent to the pool: {exc}") from None
+    except HostRecordingError as exc:
+        raise UnsendableCallError(f"{what} cannot be sent to the pool: {exc}") from None
     except GemmlabError:
         raise
     except Exception as exc:
-        raise RecordingError(
+        raise UnsendableCallError(
             f"{what} raised {type(exc).__name__}: {str(exc)[:300]} while its launch was recorded for the "
             "pool. It runs here on stand-in tensors that hold no data (torch's meta device), on a machine without "
             "a GPU: it may read shapes, dtypes and strides and call a gemmlab Kernel, nothing that needs the "
             "values or CUDA.") from None
     launched_dsl = any(step["op"] == "launch" for step in dsl.steps)
     if launched_dsl and calls:
-        raise RecordingError(f"{what} launched a C++ kernel and a CuTe DSL kernel in one call; the pool "
-                             "runs one kind per call.")
+        raise UnsendableCallError(f"{what} launched a C++ kernel and a CuTe DSL kernel in one call; the pool "
+                                  "runs one kind per call.")
     if computed and (not launched_dsl or allowed is not DATA_MOVEMENT):
-        raise RecordingError(
+        raise UnsendableCallError(
             f"{what} {'computes' if allowed is DATA_MOVEMENT else 'copies or computes'} with torch "
             f"({', '.join(sorted(set(computed)))}); the pool runs only "
             "the kernel your function launches, so the result must come from that kernel alone.")
     if launched_dsl:
         try:
             return DslRecording(tuple(shape), dsl.plan())  # type: ignore[arg-type]
-        except DslRecordingError as exc:
-            raise RecordingError(f"{what} cannot be sent to the pool: {exc}") from None
+        except HostRecordingError as exc:
+            raise UnsendableCallError(f"{what} cannot be sent to the pool: {exc}") from None
     if not calls:
-        raise RecordingError(
+        raise UnsendableCallError(
             f"{what} launched no kernel compiled with gemmlab, so there is nothing to send to the pool. "
             "The pool runs C++ kernels launched as kernel(tensors..., grid=..., block=...) and CuTe DSL kernels "
             "made with gemmlab.dsl.compile or gemmlab.dsl.gemm_fn; torch-only functions run only on a local GPU.")
     if len(calls) > 1:
-        raise RecordingError(f"{what} launched kernels {len(calls)} times in one call; the pool runs "
-                             "one kernel launch per call.")
+        raise UnsendableCallError(f"{what} launched kernels {len(calls)} times in one call; the pool runs "
+                                  "one kernel launch per call.")
     (call,) = calls
     kernel = call.kernel
     if not isinstance(kernel, Kernel):
-        raise RecordingError("the launched kernel is not a gemmlab.Kernel from gemmlab.compile.")
+        raise UnsendableCallError("the launched kernel is not a gemmlab.Kernel from gemmlab.compile.")
     grid, block = validate_launch(call.grid, call.block, call.smem, LaunchLimits(), name=kernel.name)
     A, B, out = probes
     roles = {id(A): "A", id(B): "B", id(out): "out"}
@@ -253,7 +253,7 @@ def _record(fn: Callable[..., Any], call_args: tuple[Any, ...], probes: list[Any
         check_positional(kernel.params, args, kernel.name)
         launch = RecordedLaunch(tuple(shape), grid, block, int(call.smem), args)  # type: ignore[arg-type]
     except JudgeError as exc:
-        raise RecordingError(f"the pool cannot run this launch: {exc}") from None
+        raise UnsendableCallError(f"the pool cannot run this launch: {exc}") from None
     return Recording(KernelSource(kernel.source, kernel.name, student_options(kernel.options, kernel.arch),
                                   kernel.arch), launch)
 

@@ -11,25 +11,26 @@ from typing import Sequence
 from ..judge.errors import JudgeError
 from ..judge.protocol import MAX_SHAPES, JudgeLimits, JudgeRequest
 from ..judge.spec import DslSpec, KernelSpec
-from .errors import RecordingError
+from .errors import UnsendableCallError
 from .recording import DslRecording, KernelSource, Recording
 
 
 def spec_for(kernel: KernelSource, recordings: Sequence[Recording], convention: str) -> KernelSpec:
-    """The kernel spec of ``kernel`` with the launches of ``recordings``; a RecordingError says what cannot be sent."""
+    """The kernel spec of ``kernel`` with the launches of ``recordings``; an UnsendableCallError says what cannot
+    be sent."""
     try:
         return KernelSpec(kernel.source, kernel.name, convention, options=kernel.options, arch=kernel.arch,
                           launches=tuple(r.launch for r in recordings))
     except JudgeError as exc:
-        raise RecordingError(f"kernel '{kernel.name}' cannot be sent to the pool: {exc}") from None
+        raise UnsendableCallError(f"kernel '{kernel.name}' cannot be sent to the pool: {exc}") from None
 
 
 def dsl_spec_for(recordings: Sequence[DslRecording], convention: str) -> DslSpec:
-    """The spec carrying the plans of ``recordings``; a RecordingError says what cannot be sent."""
+    """The spec carrying the plans of ``recordings``; an UnsendableCallError says what cannot be sent."""
     try:
         return DslSpec(convention, tuple((r.shape, r.plan) for r in recordings))
     except JudgeError as exc:
-        raise RecordingError(f"this CuTe DSL kernel cannot be sent to the pool: {exc}") from None
+        raise UnsendableCallError(f"this CuTe DSL kernel cannot be sent to the pool: {exc}") from None
 
 
 def by_kernel(recordings: Sequence[Recording | DslRecording]) -> list[list[Recording | DslRecording]]:
@@ -78,7 +79,7 @@ def copy_requests(recordings: Sequence[Recording | DslRecording], dtype: str, tr
             requests.append(JudgeRequest(_spec(group, "tn"), "copy", dtype, None, shapes=[_shape(r) for r in group],
                                          limits=limits, copy={"transpose": transpose, "who": who}))
         except JudgeError as exc:
-            raise RecordingError(f"this call cannot be sent to the pool: {exc}") from None
+            raise UnsendableCallError(f"this call cannot be sent to the pool: {exc}") from None
     return requests
 
 
@@ -89,7 +90,7 @@ def copy_bench_request(recording: Recording | DslRecording, dtype: str, transpos
         return JudgeRequest(_spec([recording], "tn"), "copy_bench", dtype, None, shape=_shape(recording), limits=limits,
                             copy={"transpose": transpose, "who": False})
     except JudgeError as exc:
-        raise RecordingError(f"this call cannot be sent to the pool: {exc}") from None
+        raise UnsendableCallError(f"this call cannot be sent to the pool: {exc}") from None
 
 
 def _request(spec: KernelSpec | DslSpec, action: str, dtype: str, out_dtype: str, limits: JudgeLimits, alpha: float,
@@ -98,7 +99,7 @@ def _request(spec: KernelSpec | DslSpec, action: str, dtype: str, out_dtype: str
         return JudgeRequest(spec, action, dtype, out_dtype, limits=limits, alpha=alpha, beta=beta, tile=tile,
                             **shapes)  # type: ignore[arg-type]
     except JudgeError as exc:
-        raise RecordingError(f"this call cannot be sent to the pool: {exc}") from None
+        raise UnsendableCallError(f"this call cannot be sent to the pool: {exc}") from None
 
 
 __all__ = ["bench_request", "by_kernel", "check_requests", "copy_bench_request", "copy_requests", "dsl_spec_for", "spec_for"]

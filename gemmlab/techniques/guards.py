@@ -65,7 +65,7 @@ def bind_checks_to_launches(target: Any, checks: Sequence[Check], checked: Seque
                                      "checked, and it lacks them.\n" + report.message())
 
     if register:
-        from ..judge.answers import guard_launches
+        from gemmlab.answers.stand_ins import guard_launches
 
         guard_launches(target, guard)
     return guard
@@ -73,7 +73,7 @@ def bind_checks_to_launches(target: Any, checks: Sequence[Check], checked: Seque
 
 def in_judge_answer(target: Any) -> bool:
     """Whether ``target`` is the judge's stand-in for a launch of the student's (a compiled kernel or function)."""
-    return getattr(type(target), "__module__", "") == "gemmlab.judge.answers" and \
+    return getattr(type(target), "__module__", "") == "gemmlab.answers.stand_ins" and \
         type(target).__name__ in ("CompiledAnswer", "Answer", "DslAnswer")
 
 

@@ -5,7 +5,7 @@ kernel a test can hold.
 - a GEMM function with a ``build()`` (notebook 08's launchers): what ``build()`` compiles;
 - a compiled CuTe DSL kernel (:class:`gemmlab.dsl.core.DslKernel`): the cubin of its last variant, or of the
   variant for ``example`` tensors;
-- in the grader's judge, a compiled DSL kernel of the student's (:class:`gemmlab.judge.answers.CompiledAnswer`):
+- in the grader's judge, a compiled DSL kernel of the student's (:class:`gemmlab.answers.stand_ins.CompiledAnswer`):
   the module image its kernel hands over, which the judge disassembles itself and then binds to every
   launch it replays through that handle (:mod:`.guards`);
 - any other callable that launches DSL kernels, with ``example`` tensors: one call is *recorded* (as the
@@ -91,7 +91,7 @@ def machine_code(target: Any, example: Sequence[Any] | None = None) -> list[Mach
         except GemmlabError:
             raise TargetError(f"{target.name} is not compiled yet: pass example= tensors to compile it for, or the "
                               "kernel gemmlab.dsl.compile returned.") from None
-    if kind.__name__ == "CompiledAnswer" and module == "gemmlab.judge.answers":
+    if kind.__name__ == "CompiledAnswer" and module == "gemmlab.answers.stand_ins":
         if example is not None:
             target.compile_for(*example)
         cubin, kernel, arch = target.image()
@@ -108,8 +108,8 @@ def machine_code(target: Any, example: Sequence[Any] | None = None) -> list[Mach
 def _recorded(fn: Any, example: Sequence[Any]) -> list[MachineCode]:
     """Record one call of ``fn`` on ``example`` (no GPU) and return the images of the kernels it launched."""
     kind = type(fn)
-    if getattr(kind, "__module__", "") == "gemmlab.judge.answers":
-        from ..judge.answers import recorded_plan
+    if getattr(kind, "__module__", "") == "gemmlab.answers.stand_ins":
+        from gemmlab.answers.stand_ins import recorded_plan
 
         plan = recorded_plan(fn, tuple(example))
     else:

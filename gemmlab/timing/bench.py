@@ -22,10 +22,9 @@ median or ratio. ``result.compare()`` says whether the kernel differs from cuBLA
 from __future__ import annotations
 
 import dataclasses
-import html
 import secrets
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from gemmlab.checking import report
@@ -39,7 +38,8 @@ from gemmlab.checking.integrity import (
 from gemmlab.running import faults
 from gemmlab.running.device import device_label, torch_device
 from gemmlab.running.streams import DEFAULT_TIMEOUT_S, synchronize
-from gemmlab.timing.spread import LEVEL, Comparison, NoSpreadError, against_one, between, interval_text, median_interval
+from gemmlab.results import FILLS, METHODS, ROUNDS, BenchResult
+from gemmlab.timing.spread import LEVEL, Comparison, median_interval
 from gemmlab.timing.speed_of_light import PeakRates, floor_at_light, gemm_light_ms, peak_rates, refuse_faster_than_light
 from gemmlab.timing.steady_timing import (
     DeviceBackToBack, SteadyPhase, SteadyPlan, measure_estimate, paired_rounds, rotation_sets, steady_phase, wait_for,
@@ -48,213 +48,8 @@ from gemmlab.timing.events import (
     guard_persisting_l2, interleaved_rounds, l2_flush_buffer, prepare_timer, round_reps, time_cuda,
 )
 from gemmlab.timing.timing_lock import exclusive_timing, shared_gpu_work
+from gemmlab.offload import pool_for_work
 
-
-#: Rounds of kernel-then-cuBLAS (or cuBLAS-then-kernel) timings in one bench_gemm call.
-ROUNDS = 12
-#: The timing methods, each with the fill it uses unless told otherwise, and what it is, in a line.
-METHODS = {
-    "flushed": ("normal", "kernel and cuBLAS interleaved in rounds, L2 flushed before every call"),
-    "nvidia": ("uniform", "NVIDIA's fixed-power method: clock settled over 3 s or more of back-to-back calls, "
-                          "1,000 or more calls rotating through operand copies of twice the L2 size"),
-}
-#: Input fills: normal random numbers (mean 0, variance 1) or uniform in [-1, 1] (NVIDIA's choice).
-FILLS = ("normal", "uniform")
-
-
-@dataclass(frozen=True)
-class BenchResult:
-    """Median times (ms) and TFLOPS for a GEMM function and for cuBLAS on the same problem, and the
-    median per-round ratio with its interval (``ratio_low``–``ratio_high``, which holds the true
-    median ratio of this run's conditions with probability ``coverage``; None when fewer than two
-    rounds were timed)."""
-
-    shape: tuple[int, int, int]
-    convention: str
-    dtype: str
-    out_dtype: str
-    ms: float
-    tflops: float
-    cublas_ms: float
-    cublas_tflops: float
-    ratio: float  # your TFLOPS / cuBLAS TFLOPS
-    device: str
-    reps: int
-    label: str = "your kernel"
-    ratio_low: float | None = None
-    ratio_high: float | None = None
-    coverage: float | None = None
-    rounds: int = 0
-    round_ratios: tuple[float, ...] = ()
-    method: str = "flushed"                 #: "flushed" or "nvidia" (METHODS)
-    fill: str = "normal"                    #: the inputs' values: "normal" or "uniform" (FILLS)
-    sm_clock_mhz: float | None = None       #: median SM clock while the kernel was timed (None: not sampled)
-    power_w: float | None = None            #: median board power then
-    cublas_sm_clock_mhz: float | None = None
-    cublas_power_w: float | None = None
-    clock_source: str = ""                  #: "nvml", "nvidia-smi", or "" (nothing sampled)
-    light_ms: float | None = None           #: the problem's speed of light on this GPU (gemmlab.timing.speed_of_light)
-    peak_tflops: float | None = None        #: the tensor cores' dense peak at the GPU's highest clock
-    max_sm_clock_mhz: float | None = None   #: that clock
-    warmup_s: float | None = None           #: "nvidia": how long the kernel ran back to back before timing
-    settled: bool | None = None             #: "nvidia": whether its clock had settled by then (None: unknown)
-    launch_bound: bool = False              #: "nvidia": the GPU caught up with Python, so gaps between calls were timed
-    graphed: bool | None = None             #: "nvidia": the kernel's calls were replayed from a CUDA graph
-
-    @property
-    def intensity(self) -> float:
-        """Ideal arithmetic intensity (flop/byte) of this problem, for the roofline."""
-        from gemmlab.timing.roofline_math import intensity_ideal
-
-        M, N, K = self.shape
-        size = {"float16": 2, "bfloat16": 2, "float32": 4}
-        return intensity_ideal(M, N, K, size.get(self.dtype, 2), size.get(self.out_dtype, 2),
-                               read_output=self.convention == "nn")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe fields (the shape as a list), for results exchanged between processes."""
-        data = asdict(self)
-        data["shape"] = list(self.shape)
-        data["round_ratios"] = list(self.round_ratios)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "BenchResult":
-        """The result :meth:`to_dict` wrote (records from before a field existed get its default)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        fields = {k: v for k, v in dict(data).items() if k in known}
-        fields["shape"] = tuple(int(v) for v in fields["shape"])
-        fields["round_ratios"] = tuple(float(v) for v in fields.get("round_ratios", ()))
-        return cls(**fields)
-
-    @property
-    def tensor_share(self) -> float | None:
-        """The kernel's TFLOPS over the tensor cores' peak at the clock it ran at: how busy it kept them
-        (None without a clock reading or a known peak)."""
-        if not (self.sm_clock_mhz and self.peak_tflops and self.max_sm_clock_mhz):
-            return None
-        return self.tflops / (self.peak_tflops * self.sm_clock_mhz / self.max_sm_clock_mhz)
-
-    def method_text(self) -> str:
-        """'method flushed (what it is), normal fills'; for "nvidia" also how long it warmed up and whether
-        the clock had settled."""
-        text = f"method {self.method} ({METHODS.get(self.method, ('', 'unknown'))[1]}), {self.fill} fills"
-        if self.method == "nvidia" and self.warmup_s is not None:
-            settle = {True: "clock settled", False: "clock still drifting", None: "clock not sampled"}[self.settled]
-            text += f"; warm-up {self.warmup_s:.1f} s, {settle}"
-        if self.graphed is False:
-            text += "; launched one by one (the calls could not be captured in a CUDA graph)"
-        if self.launch_bound:
-            text += "; Python launched slower than the kernel ran, so gaps between calls were timed"
-        return text
-
-    def clock_text(self) -> str:
-        """'yours 1,755 MHz 698 W, cuBLAS 1,740 MHz 699 W (nvml)', or why there is no reading."""
-        if self.sm_clock_mhz is None and self.cublas_sm_clock_mhz is None:
-            return "clock and power not sampled" + (f" ({self.clock_source})" if self.clock_source else "")
-
-        def side(mhz: float | None, watts: float | None) -> str:
-            return "not sampled" if mhz is None else f"{mhz:,.0f} MHz {watts:,.0f} W"
-
-        return (f"yours {side(self.sm_clock_mhz, self.power_w)}, cuBLAS "
-                f"{side(self.cublas_sm_clock_mhz, self.cublas_power_w)} ({self.clock_source})")
-
-    def light_text(self) -> str:
-        """The speed of light and how busy the tensor cores were, or '' when the GPU's peak is unknown."""
-        if self.light_ms is None:
-            return ""
-        text = f"speed of light {self.light_ms:.4f} ms"
-        share = self.tensor_share
-        if share is not None:
-            text += f"; tensor cores {share:.0%} busy at {self.sm_clock_mhz:,.0f} MHz"
-        return text
-
-    @property
-    def interval(self) -> tuple[float, float] | None:
-        """``(ratio_low, ratio_high)``, or None for a result without rounds."""
-        if self.ratio_low is None or self.ratio_high is None:
-            return None
-        return self.ratio_low, self.ratio_high
-
-    def spread_text(self) -> str:
-        """'96% interval 0.965–0.979, 12 rounds', or why there is none."""
-        if self.interval is None or self.coverage is None:
-            return f"median of {self.reps} runs; no interval: fewer than 2 rounds"
-        return f"{interval_text(self.ratio_low, self.ratio_high, self.coverage)}, {self.rounds} rounds"
-
-    def compare(self, other: "BenchResult | None" = None, level: float = LEVEL) -> Comparison:
-        """Does this kernel differ from cuBLAS (``other=None``), or from ``other``, beyond the noise?
-
-        Against cuBLAS: the interval of the per-round ratios, which holds 1.0 when they are within
-        noise. Against another result of the same problem on the same GPU: the ratio of the two
-        kernels' speeds (each measured against cuBLAS in its own run) with a rank-sum interval.
-        Print the returned :class:`gemmlab.timing.spread.Comparison`; ``.within_noise`` is the verdict."""
-        if other is None:
-            if len(self.round_ratios) < 2:
-                raise NoSpreadError(f"{self.label} was timed in {self.rounds} round(s): a comparison needs "
-                                    "at least 2 (bench_gemm(..., rounds=12)).")
-            return against_one(self.label, "cuBLAS", self.round_ratios, level,
-                               f"median of {len(self.round_ratios)} rounds, cuBLAS interleaved")
-        if (self.shape, self.convention, self.dtype, self.out_dtype) != (
-                other.shape, other.convention, other.dtype, other.out_dtype):
-            raise GemmlabError(f"{self.label} and {other.label} timed different problems "
-                               f"({self._problem()} and {other._problem()}): compare timings of the same one.")
-        if (self.method, self.fill) != (other.method, other.fill):
-            raise GemmlabError(f"{self.label} was timed with method {self.method!r} on {self.fill} inputs and "
-                               f"{other.label} with {other.method!r} on {other.fill} inputs: the method and the data "
-                               "move ratios by several percent; compare timings made the same way.")
-        if self.device != other.device:
-            raise GemmlabError(f"{self.label} was timed on {self.device} and {other.label} on {other.device}: "
-                               "ratios to cuBLAS from different GPUs differ by more than this noise; "
-                               "time both on one GPU.")
-        short = [r.label for r in (self, other) if len(r.round_ratios) < 2]
-        if short:
-            raise NoSpreadError(f"{', '.join(short)} carries fewer than 2 rounds: time it again with "
-                                "bench_gemm(..., rounds=12) to compare beyond the noise.")
-        subject, reference = self.label, other.label
-        if subject == reference:
-            subject, reference = f"{subject} (this run)", f"{reference} (the other run)"
-        return between(subject, reference, self.round_ratios, other.round_ratios, level)
-
-    def _problem(self) -> str:
-        M, N, K = self.shape
-        return f"{M}×{N}×{K} {self.convention} {self.dtype}→{self.out_dtype}"
-
-    def _noise_note(self) -> str:
-        """A sentence when cuBLAS (1.000×) lies inside this run's interval, else ''."""
-        if self.interval is None or not self.ratio_low <= 1.0 <= self.ratio_high:
-            return ""
-        return "cuBLAS (1.000×) lies inside the interval: within noise of cuBLAS."
-
-    def __str__(self) -> str:
-        M, N, K = self.shape
-        text = (f"{self.label}: {M}×{N}×{K} {self.convention} {self.dtype}→{self.out_dtype} on {self.device}\n"
-                f"  yours : {self.ms:9.4f} ms  {self.tflops:8.1f} TFLOPS\n"
-                f"  cuBLAS: {self.cublas_ms:9.4f} ms  {self.cublas_tflops:8.1f} TFLOPS\n"
-                f"  ratio : {self.ratio:.3f}× cuBLAS  ({self.spread_text()})\n"
-                f"  how   : {self.method_text()}\n"
-                f"  clock : {self.clock_text()}")
-        if self.light_text():
-            text += f"\n  limit : {self.light_text()}"
-        note = self._noise_note()
-        return text + (f"\n          {note}" if note else "")
-
-    def _repr_html_(self) -> str:
-        M, N, K = self.shape
-        colour = "#e6f4ea" if self.ratio >= 0.8 else "#fff4e5" if self.ratio >= 0.3 else "#fce8e6"
-        note = self._noise_note()
-        return (
-            f"<table><caption>{html.escape(self.label)}: {M}×{N}×{K} {self.convention} "
-            f"{self.dtype}→{self.out_dtype} on {html.escape(self.device)}</caption>"
-            "<tr><th></th><th>ms</th><th>TFLOPS</th></tr>"
-            f"<tr><td>yours</td><td>{self.ms:.4f}</td><td>{self.tflops:.1f}</td></tr>"
-            f"<tr><td>cuBLAS</td><td>{self.cublas_ms:.4f}</td><td>{self.cublas_tflops:.1f}</td></tr>"
-            f"<tr style='background:{colour}'><td colspan=3><b>{self.ratio:.3f}× cuBLAS</b> "
-            f"({html.escape(self.spread_text())})"
-            + (f"<br>{html.escape(note)}" if note else "") + "</td></tr>"
-            f"<tr><td colspan=3><small>{html.escape(self.method_text())}<br>clock: {html.escape(self.clock_text())}"
-            + (f"<br>{html.escape(self.light_text())}" if self.light_text() else "") + "</small></td></tr></table>"
-        )
 
 
 def result_from_rounds(kernel_rounds: list[list[float]], cublas_rounds: list[list[float]],
@@ -332,8 +127,6 @@ def bench_gemm(fn: Callable[..., Any], shape: tuple[int, int, int] = (4096, 4096
     After ``gemmlab.connect(...)`` on a machine without a GPU the class's GPU pool times it (verified,
     with the flushed method's defaults; the result names the pool's GPU).
     """
-    from gemmlab.remote import pool_for_work
-
     if method not in METHODS:
         raise GemmlabError(f"method is one of {', '.join(map(repr, METHODS))}, not {method!r:.40}.")
     fill = METHODS[method][0] if fill is None else fill

@@ -25,6 +25,7 @@ from gemmlab.checking import report
 from gemmlab.seeing.figures import figure_img_tag
 from gemmlab.checking.integrity import grading_mode
 from gemmlab.running.gpu import require_gpu
+from gemmlab.offload import pool_for_work
 
 
 class PerfBarError(GemmlabError):
@@ -149,8 +150,6 @@ def performance_bar(fn: Callable[..., Any], min_ratio: float, shape: tuple[int, 
     ``label``, ...). Needs a GPU: this machine's, or the class's pool after ``gemmlab.connect`` (then
     bench_gemm times it there); :class:`gemmlab.NoGPUError` without either.
     """
-    from gemmlab.remote import pool_for_work
-
     if pool_for_work() is None:
         require_gpu("performance_bar")
     try:

@@ -4,7 +4,7 @@ judge's socket and the student kernel's, a flood cut whole, a kernel that ends o
 The relay is the only path between the judge, which runs the tests, and the student's kernel, which runs
 the student's Python: a call lost or a reply forged here is a grade wrong. These tests drive a real relay
 through real socket pairs (the ends the kernels inherit), with no kernel or sandbox around it, and once
-end to end: the judge's own channel (``gemmlab.judge.answers.Answer``) and a child process that answers
+end to end: the judge's own channel (``gemmlab.answers.stand_ins.Answer``) and a child process that answers
 with ``serve_in_background``, as a student's kernel does when graded.
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Iterator
 import pytest
 
 from autograder.harness.judging import AnswerRelay, LineCutter
-from gemmlab.judge import answers
-from gemmlab.judge.answers import ANSWER_FD_ENV, MAX_REPLY_CHARS
+from gemmlab.answers import stand_ins, wire
+from gemmlab.answers.wire import ANSWER_FD_ENV, MAX_REPLY_CHARS
 from tests.support import ROOT
 
 WAIT_S = 10.0
@@ -205,7 +205,8 @@ def test_close_stops_the_relay_and_closes_its_ends() -> None:
 # ------------------------------------------------------------------ end to end: the judge's channel, a student process
 SERVER = """
 import sys, time
-from gemmlab.judge.answers import ANSWER_FD_ENV, serve_in_background
+from gemmlab.answers.wire import ANSWER_FD_ENV
+from gemmlab.answers.serving import serve_in_background
 import os
 
 def square(x):
@@ -234,7 +235,7 @@ def student_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[SmallRelay]:
     student_end.close()
     monkeypatch.setenv(ANSWER_FD_ENV, str(os.dup(judge_end.fileno())))
     judge_end.close()
-    monkeypatch.setattr(answers, "channel", answers.SocketChannel())
+    monkeypatch.setattr(stand_ins, "channel", stand_ins.SocketChannel())
     try:
         assert child.stdout.readline().strip() == "serving"
         yield relay
@@ -246,8 +247,8 @@ def student_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[SmallRelay]:
 
 
 def test_end_to_end_a_judged_call_is_answered_and_a_flood_costs_only_its_call(student_process) -> None:
-    square, flood = answers.Answer("square"), answers.Answer("flood")
+    square, flood = stand_ins.Answer("square"), stand_ins.Answer("flood")
     assert square(7) == 49 and square.each([(2,), (3,)]) == [4, 9]
-    with pytest.raises(answers.AnswerError, match=f"longer than {SmallRelay.MAX_LINE:,} characters"):
+    with pytest.raises(wire.AnswerError, match=f"longer than {SmallRelay.MAX_LINE:,} characters"):
         flood(3 * SmallRelay.MAX_LINE)
     assert square(12) == 144, "the call after a flood is answered"

@@ -21,13 +21,8 @@ from autograder.cell_metadata import grade_id  # noqa: E402
 from autograder.harness.assemble import assemble  # noqa: E402
 from autograder.harness.inkernel import MAX_PROBLEMS, parse_probe  # noqa: E402
 from autograder.harness.kernel import CellRun  # noqa: E402
-<<<<<<< HEAD
 from autograder.harness.runner import MAX_SCORE_CHARS, partial_score  # noqa: E402
-from autograder.harness.store import ResultStore, gradebook_scores  # noqa: E402
-=======
-from autograder.harness.runner import MAX_SCORE_CHARS, _partial_score  # noqa: E402
 from autograder.reports.store import ResultStore, gradebook_scores  # noqa: E402
->>>>>>> rep
 from autograder.harness.wellformed import MAX_CELLS, MAX_ID_CHARS, clean_notebook, clean_outputs  # noqa: E402
 from autograder.records import CellResult, SubmissionResult, writable  # noqa: E402
 from tests.support import grading_fixtures as gf  # noqa: E402

@@ -175,7 +175,7 @@ def test_check_gemm_rejects_torch_computation_in_grading_mode(monkeypatch) -> No
 def test_feedback_shows_results_heatmap_roofline_and_no_hidden_source() -> None:
     from autograder.reports import feedback
     from autograder.records import SubmissionResult
-    from gemmlab.timing.bench import BenchResult
+    from gemmlab.results import BenchResult
     from gemmlab.timing.perfbar import PerfBarResult
     from gemmlab.checking.report import RESULT_MIME, payload
 

@@ -40,11 +40,11 @@ CHEATS = {
                              "    if isinstance(msg, dict) and msg.get('content', {}).get('status') == 'error': return None\n"
                              "    return _send(stream, msg, *a, **k)\n"
                              "_ip.kernel.session.send = _quiet\ndef {fn}(*a, **k): return 1.0\n",
-    "forged description": "import gemmlab.judge.answers as _a\n"
+    "forged description": "import gemmlab.answers.serving as _a\n"
                           "_a.describe = lambda ns, names: __import__('json').dumps("
                           "{n: {'kind': 'value', 'data': '63.0'} for n in names})\n"
                           "def {fn}(*a, **k): return 1.0\n",
-    "dsl disguise": "import gemmlab.judge.answers as _a\n"
+    "dsl disguise": "import gemmlab.answers.serving as _a\n"
                     "_a.describe = lambda ns, names: __import__('json').dumps("
                     "{n: {'kind': 'dsl', 'done': True} for n in names})\n"
                     "def {fn}(*a, **k): return 1.0\n",
@@ -96,14 +96,14 @@ def test_a_judged_test_of_a_dsl_answer_runs_in_the_judge_with_launches_recorded(
 
     answer = ("import cutlass.cute as cute\n@cute.jit\ndef dsl_part(x: int):\n    pass\n"
               "def launcher():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n")
-    where = ("import gemmlab.judge.answers as _a\nassert launcher() == 1\n"
-             "print('WHERE', _a.in_judge(), _a.recording_launches())\n")
+    where = ("import gemmlab.answers.wire as _w, gemmlab.answers.stand_ins as _s\nassert launcher() == 1\n"
+             "print('WHERE', _w.in_judge(), _s.recording_launches())\n")
     cells = [nbgrader_cell("code", "import torch\nimport gemmlab", "setup", locked=True),
              nbgrader_cell("code", answer, "dsl", solution=True),
-             nbgrader_cell("code", where + "assert not _a.in_judge()", "test_in_student", grade=True, locked=True, points=1),
-             nbgrader_cell("code", where + "assert _a.in_judge() and _a.recording_launches()", "test_judged", grade=True,
+             nbgrader_cell("code", where + "assert not _w.in_judge()", "test_in_student", grade=True, locked=True, points=1),
+             nbgrader_cell("code", where + "assert _w.in_judge() and _s.recording_launches()", "test_judged", grade=True,
                    locked=True, points=1),
-             nbgrader_cell("code", where + "assert _a.in_judge() and not _a.recording_launches()", "test_plain", grade=True,
+             nbgrader_cell("code", where + "assert _w.in_judge() and not _s.recording_launches()", "test_plain", grade=True,
                    locked=True, points=1)]
     cells[3].metadata["gemmlab"] = {"judged": True}
     cells[4].source = "assert True\n" + cells[4].source.replace("launcher() == 1", "True")  # uses no DSL answer

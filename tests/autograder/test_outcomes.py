@@ -261,7 +261,7 @@ def _describes_without_end(nb: dict) -> str:
     nb = copy.deepcopy(nb)
     nb["cells"].insert(_gid_index(nb, "naive_solution") + 1, {
         "cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-        "source": "import gemmlab.judge.answers as _a\n_a.describe = lambda namespace, names: '[' * 200000\n"})
+        "source": "import gemmlab.answers.serving as _a\n_a.describe = lambda namespace, names: '[' * 200000\n"})
     return json.dumps(nb)
 
 

@@ -16,7 +16,7 @@ from autograder.harness import sandbox as sb
 from tests.support import grading_fixtures as gf
 
 if TYPE_CHECKING:
-    from gemmlab.timing.bench import BenchResult
+    from gemmlab.results import BenchResult
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_bwrap = pytest.mark.skipif(bool(sb.check_bwrap()) and os.environ.get("GEMMLAB_CI") != "1",
@@ -51,7 +51,7 @@ def test_scale_benchmark_grades_the_same_on_one_and_two_workers_locally_and_on_r
 
 def _timed(center: float, spread: float, rounds: int = 12) -> "BenchResult":
     """A capstone timing at 4096³ fp16 whose per-round ratios lie evenly in center ± spread."""
-    from gemmlab.timing.bench import BenchResult
+    from gemmlab.results import BenchResult
 
     ratios = tuple(center - spread + 2 * spread * i / (rounds - 1) for i in range(rounds))
     return BenchResult(shape=(4096, 4096, 4096), convention="nt", dtype="float16", out_dtype="float16", ms=1.0,

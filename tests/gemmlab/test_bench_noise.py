@@ -14,7 +14,8 @@ import pytest
 import gemmlab
 from gemmlab.timing import perfbar, spread, events as timing
 from gemmlab.checking import report
-from gemmlab.timing.bench import BenchResult, result_from_rounds
+from gemmlab.timing.bench import result_from_rounds
+from gemmlab.results import BenchResult
 
 SHAPE = (4096, 4096, 4096)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gemmlab.timing import roofline_math as rm
-from gemmlab.timing.bench import BenchResult
+from gemmlab.results import BenchResult
 from gemmlab.timing.ceilings import Ceilings
 from gemmlab.errors import GemmlabError
 from gemmlab.timing.roofline import roofline

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gemmlab.checking.check import SUITES, check_gemm
+from gemmlab.checking.check import check_gemm
+from gemmlab.results import SUITES
 from gemmlab.errors import GemmlabError, NoGPUError
 
 SHAPES = [(128, 128, 64), (129, 257, 64), (3, 5, 7)]
@@ -282,7 +283,7 @@ def test_default_device_needs_gpu(no_gpu):
 def test_result_round_trips_through_json_with_its_heatmap():
     import json
 
-    from gemmlab.checking.check import CheckResult
+    from gemmlab.results import CheckResult
 
     def wrong_edges(A, B, D):
         D.copy_((A.float() @ B.float().T).to(D.dtype))

@@ -10,7 +10,7 @@ import torch
 
 import gemmlab
 from gemmlab.notebook import nbhelpers as nbh
-from gemmlab.checking.check import CheckResult, Row
+from gemmlab.results import CheckResult, Row
 from gemmlab.errors import GemmlabError
 
 
@@ -269,7 +269,7 @@ def _result(*rows: Row) -> CheckResult:
 
 def test_a_refused_call_is_not_called_wrong(monkeypatch) -> None:
     refused = Row((64, 64, 64), False, math.nan, None, 0, True, True,
-                  "AnswerError: capstone_gemm(...) raised RecordingError: torch.ops.aten.mul refused")
+                  "AnswerError: capstone_gemm(...) raised HostRecordingError: torch.ops.aten.mul refused")
     monkeypatch.setattr("gemmlab.check_gemm", lambda *a, **k: _result(refused), raising=False)
     with pytest.raises(nbh.CheckFailed, match=r"did not run on 1 of 1 shapes \(AnswerError: .*aten\.mul refused\)"):
         nbh.require_correct(lambda *a: None, "capstone_gemm")
@@ -304,7 +304,7 @@ def test_require_refused_passes_only_a_launcher_that_refuses_the_shape(monkeypat
         nbh.require_refused(lambda A, B, C, a, b: C.fill_(1), "rung 3", (100, 72, 40), "partial tiles")
 
     def relayed(A, B, C, alpha, beta):   # what the judge raises when the launcher lives in the student's process
-        from gemmlab.judge.answers import AnswerError
+        from gemmlab.answers.wire import AnswerError
         raise AnswerError("ladder_wmma(...) raised LaunchError: whole tiles only")
 
     nbh.require_refused(relayed, "rung 3", (100, 72, 40), "partial tiles")

@@ -5,7 +5,7 @@ import pytest
 
 import gemmlab
 from gemmlab.timing import perfbar
-from gemmlab.timing.bench import BenchResult
+from gemmlab.results import BenchResult
 
 
 def fake_bench(ratio: float, calls: list):

@@ -16,7 +16,8 @@ import pytest
 
 import gemmlab
 from gemmlab.timing import clock_sampler, steady_timing
-from gemmlab.timing.bench import BenchResult, result_from_rounds
+from gemmlab.timing.bench import result_from_rounds
+from gemmlab.results import BenchResult
 from gemmlab.timing.clock_sampler import Sample
 from gemmlab.timing.steady_timing import SteadyPlan, TimedBlocks
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from gemmlab.judge import JudgeReport, JudgeRequest, KernelSpec
-from gemmlab.judge.backend import FakeBackend, judge
+from gemmlab.judge.backend import judge
+from tests.support.fake_judge import FakeBackend
 from gemmlab.judge.protocol import EXCLUSIVE_ACTIONS
 from pool.tokens import TokenStore
 from tests.support import KERNELS

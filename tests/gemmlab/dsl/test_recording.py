@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from gemmlab.dsl import gemm_fn
-from gemmlab.dsl.host_recording import H100_ATTRIBUTES, RecordingError
+from gemmlab.dsl.host_recording import H100_ATTRIBUTES, HostRecordingError
 from gemmlab.dsl.recording import probe, recording
-from gemmlab.judge import answers
+from gemmlab.answers import serving, wire
 from gemmlab.judge.dsl_replay import Copy, Launch, PlanError, parse_plan, relocate
 from gemmlab.running.elf_object import ElfObjectError, LoadedObject
 from tests.dsl_kernels import simple_gemm
@@ -86,22 +86,22 @@ def test_copies_around_the_launch_are_steps_in_order(kernel):
     (lambda k, A, B, D: D.zero_(), "launched no CuTe DSL kernel"),
 ])
 def test_work_the_judge_would_not_replay_is_refused(kernel, body, said):
-    with pytest.raises(RecordingError, match=said.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(HostRecordingError, match=said.replace("(", r"\(").replace(")", r"\)")):
         record(lambda A, B, D: body(kernel, A, B, D), probes(32, 32, 16))
 
 
 def test_the_student_kernel_answers_a_record_request_with_a_plan():
     from gemmlab.judge import plain
 
-    request = {"id": 7, "name": "gemm", "args": plain.encode([{answers.TENSOR_MARK: i} for i in range(3)], "args"),
+    request = {"id": 7, "name": "gemm", "args": plain.encode([{wire.TENSOR_MARK: i} for i in range(3)], "args"),
                "kwargs": plain.encode({}, "kwargs"),
                "record": {"arch": "sm_90a", "device_attributes": {str(k): v for k, v in H100_ATTRIBUTES.items()},
                           "tensors": [{"shape": s, "stride": st, "dtype": "float16", "address_mod": 0}
                                       for s, st in (([64, 32], [32, 1]), ([48, 32], [32, 1]), ([64, 48], [48, 1]))]}}
-    reply = json.loads(answers.serve({"gemm": simple_gemm.gemm}, json.dumps(request)))  # a bare @cute.jit function
+    reply = json.loads(serving.serve({"gemm": simple_gemm.gemm}, json.dumps(request)))  # a bare @cute.jit function
     assert reply["id"] == 7 and reply["plan"]["steps"][0]["grid"] == [3, 4, 1]
-    broken = json.loads(answers.serve({"gemm": lambda A, B, D: D.add_(1)}, json.dumps(request)))
-    assert broken["error"] == "RecordingError" and "add_" in broken["message"]
+    broken = json.loads(serving.serve({"gemm": lambda A, B, D: D.add_(1)}, json.dumps(request)))
+    assert broken["error"] == "HostRecordingError" and "add_" in broken["message"]
 
 
 # ------------------------------------------------------------------ the judge's checks of a plan

@@ -1,7 +1,7 @@
 """Answers out, verdicts in: what crosses from a student's kernel to the judge is plain data, rebuilt there.
 
 The student's side (``describe``, ``serve``) runs on a namespace the test fills like an answer cell
-would; the judge's side (``bind``, ``Answer``) talks to it through ``answers.channel``, as the grader's
+would; the judge's side (``bind``, ``Answer``) talks to it through ``stand_ins.channel``, as the grader's
 stdin bridge would. Every hostile value below must reach the judge as a refusal, never as an object
 the student made.
 """
@@ -15,7 +15,8 @@ import pytest
 import torch
 
 import gemmlab.layout as L
-from gemmlab.judge import answers, plain
+from gemmlab.answers import serving, stand_ins, wire
+from gemmlab.judge import plain
 
 
 class AlwaysEqual(float):
@@ -30,10 +31,10 @@ def linked(monkeypatch):
     """A student namespace and a judge namespace joined as the grader joins them."""
     student: dict = {}
     judge: dict = {}
-    monkeypatch.setattr(answers, "channel", lambda request: answers.serve(student, json.dumps(request)))
+    monkeypatch.setattr(stand_ins, "channel", lambda request: serving.serve(student, json.dumps(request)))
 
     def bind(*names: str) -> None:
-        answers.bind(judge, answers.describe(student, list(names)))
+        stand_ins.bind(judge, serving.describe(student, list(names)))
 
     return student, judge, bind
 
@@ -102,14 +103,14 @@ def test_cheats_reach_the_judge_as_failures(linked) -> None:
     student["ANSWER"] = AlwaysEqual(3.0)
     student["GPU_STUFF"] = object()
     bind("always", "raises", "ANSWER", "GPU_STUFF", "missing")
-    with pytest.raises(answers.AnswerError, match="not plain data"):
+    with pytest.raises(wire.AnswerError, match="not plain data"):
         judge["always"](1, 2)
-    with pytest.raises(answers.AnswerError, match="raised NotImplementedError: still the placeholder"):
+    with pytest.raises(wire.AnswerError, match="raised NotImplementedError: still the placeholder"):
         judge["raises"]()
     for name in ("ANSWER", "GPU_STUFF"):
-        with pytest.raises(answers.AnswerError, match="not plain data"):
+        with pytest.raises(wire.AnswerError, match="not plain data"):
             judge[name] == 3.0          # noqa: B015 - comparing is the use under test
-        with pytest.raises(answers.AnswerError):
+        with pytest.raises(wire.AnswerError):
             bool(judge[name])
     assert "missing" not in judge
 
@@ -119,27 +120,27 @@ def test_a_forged_description_binds_nothing_a_student_made() -> None:
     forged = json.dumps({"x": {"kind": "value", "data": '{"t": "eval", "v": "1"}'},
                          "f": {"kind": "function"}, "__class__": {"kind": "value", "data": "1"},
                          "not an identifier": {"kind": "value", "data": "1"}, "g": {"kind": "dsl", "done": "yes"}})
-    bound = answers.bind(judge, forged)
-    assert isinstance(judge["x"], answers.Opaque) and isinstance(judge["f"], answers.Answer)
+    bound = stand_ins.bind(judge, forged)
+    assert isinstance(judge["x"], stand_ins.Opaque) and isinstance(judge["f"], stand_ins.Answer)
     assert "not an identifier" not in judge
-    assert isinstance(judge["g"], answers.DslAnswer) and judge["g"].done is False
+    assert isinstance(judge["g"], stand_ins.DslAnswer) and judge["g"].done is False
     assert set(bound) == {"x", "f", "__class__", "g"}
-    with pytest.raises(answers.AnswerError):
-        answers.bind(judge, "[1, 2]")
+    with pytest.raises(wire.AnswerError):
+        stand_ins.bind(judge, "[1, 2]")
 
 
 def test_a_dsl_answer_is_built_only_in_the_students_process() -> None:
     from gemmlab import dsl
 
-    fn = answers.DslAnswer("gemm_jit", "JitFunction", done=True)
-    with pytest.raises(answers.StudentProcessOnly, match="your notebook's process"):
+    fn = stand_ins.DslAnswer("gemm_jit", "JitFunction", done=True)
+    with pytest.raises(wire.StudentProcessOnly, match="your notebook's process"):
         dsl.gemm_fn(fn)
-    with pytest.raises(answers.AnswerError, match="no connection"):   # compiled by the student's kernel, asked over the link
+    with pytest.raises(wire.AnswerError, match="no connection"):   # compiled by the student's kernel, asked over the link
         dsl.compile(fn, torch.empty(4, 4), arch="sm_90a")
     from gemmlab.notebook import nbhelpers
 
     assert nbhelpers.function_done(fn) is True
-    assert nbhelpers.function_done(answers.DslAnswer("k", "kernel", done=False)) is False
+    assert nbhelpers.function_done(stand_ins.DslAnswer("k", "kernel", done=False)) is False
 
 
 def test_a_call_with_tensors_is_a_launch_the_grader_runs_in_the_students_process(linked) -> None:
@@ -147,11 +148,11 @@ def test_a_call_with_tensors_is_a_launch_the_grader_runs_in_the_students_process
     student["my_gemm"] = lambda A, B, D: D.copy_(A @ B.T)
     bind("my_gemm")
     A = torch.ones(2, 2)
-    with pytest.raises(answers.NeedsStudentProcess):
+    with pytest.raises(wire.NeedsStudentProcess):
         judge["my_gemm"](A, A, torch.empty(2, 2))
-    with pytest.raises(answers.NeedsStudentProcess):
+    with pytest.raises(wire.NeedsStudentProcess):
         judge["my_gemm"]([A], {"B": A}, None)
-    assert not issubclass(answers.NeedsStudentProcess, Exception), "no `except Exception` may swallow it"
+    assert not issubclass(wire.NeedsStudentProcess, Exception), "no `except Exception` may swallow it"
 
 
 def test_in_a_judged_test_a_call_with_tensors_is_recorded_not_moved(linked) -> None:
@@ -160,12 +161,12 @@ def test_in_a_judged_test_a_call_with_tensors_is_recorded_not_moved(linked) -> N
     student, judge, bind = linked
     student["my_gemm"] = lambda A, B, D: D.copy_(A @ B.T)
     bind("my_gemm")
-    answers.record_launches(True)
+    stand_ins.record_launches(True)
     try:
-        with pytest.raises(answers.AnswerError, match="not on the GPU"):
+        with pytest.raises(wire.AnswerError, match="not on the GPU"):
             judge["my_gemm"](torch.ones(2, 2), torch.ones(2, 2), torch.empty(2, 2))
     finally:
-        answers.record_launches(False)
+        stand_ins.record_launches(False)
 
 
 def _placeholder(x):
@@ -187,26 +188,26 @@ def test_calls_cross_a_socket_pair_as_json_lines(monkeypatch) -> None:
 
     student_end, judge_end = socket.socketpair()
     student = {"double": lambda x: 2 * x, "boom": lambda: 1 / 0}
-    monkeypatch.setenv(answers.ANSWER_FD_ENV, str(student_end.fileno()))
-    assert answers.serve_in_background(student)
-    monkeypatch.setenv(answers.ANSWER_FD_ENV, str(judge_end.fileno()))
-    monkeypatch.setattr(answers, "channel", answers.SocketChannel())
+    monkeypatch.setenv(wire.ANSWER_FD_ENV, str(student_end.fileno()))
+    assert serving.serve_in_background(student)
+    monkeypatch.setenv(wire.ANSWER_FD_ENV, str(judge_end.fileno()))
+    monkeypatch.setattr(stand_ins, "channel", stand_ins.SocketChannel())
     judge: dict = {}
-    answers.bind(judge, answers.describe(student, ["double", "boom"]))
+    stand_ins.bind(judge, serving.describe(student, ["double", "boom"]))
     assert [judge["double"](i) for i in range(200)] == [2 * i for i in range(200)]
-    with pytest.raises(answers.AnswerError, match="ZeroDivisionError"):
+    with pytest.raises(wire.AnswerError, match="ZeroDivisionError"):
         judge["boom"]()
-    monkeypatch.delenv(answers.ANSWER_FD_ENV)
-    assert not answers.serve_in_background(student), "outside grading no thread starts"
+    monkeypatch.delenv(wire.ANSWER_FD_ENV)
+    assert not serving.serve_in_background(student), "outside grading no thread starts"
 
 
 def test_binding_the_answers_again_forgets_every_recorded_launch(linked) -> None:
     """A function redefined by a later answer cell is recorded afresh, never judged on the old one's plan."""
     student, judge, bind = linked
     student["f"] = lambda: 1
-    answers._REPLAYS["stale"] = object()
+    stand_ins._REPLAYS["stale"] = object()
     bind("f")
-    assert answers._REPLAYS == {}
+    assert stand_ins._REPLAYS == {}
 
 
 def test_many_calls_cross_in_one_round_trip_and_stay_plain_data(linked, monkeypatch) -> None:
@@ -217,14 +218,14 @@ def test_many_calls_cross_in_one_round_trip_and_stay_plain_data(linked, monkeypa
     student["cheat"] = lambda m, n: AlwaysEqual(1.0) if m else (0, 0)
     bind("owner", "cheat")
     sent = []
-    channel = answers.channel
-    monkeypatch.setattr(answers, "channel", lambda request: sent.append(request) or channel(request))
+    channel = stand_ins.channel
+    monkeypatch.setattr(stand_ins, "channel", lambda request: sent.append(request) or channel(request))
     calls = [(m, n) for m in range(8) for n in range(8)]
     assert nbhelpers.ask_each(judge["owner"], calls) == [(m % 4, n // 2) for m, n in calls] and len(sent) == 1
-    with pytest.raises(answers.AnswerError, match=r"cheat\(...\) returned\[8\] is a .*AlwaysEqual, not plain data"):
+    with pytest.raises(wire.AnswerError, match=r"cheat\(...\) returned\[8\] is a .*AlwaysEqual, not plain data"):
         nbhelpers.ask_each(judge["cheat"], calls)
     student["owner"] = lambda m, n: 1 / 0 if m == 3 else (0, 0)
-    with pytest.raises(answers.AnswerError, match="ZeroDivisionError"):
+    with pytest.raises(wire.AnswerError, match="ZeroDivisionError"):
         nbhelpers.ask_each(judge["owner"], calls)
     assert nbhelpers.ask_each(lambda m, n: m + n, [(1, 2), (3, 4)]) == [3, 7]    # in the student's own notebook
 
@@ -256,7 +257,7 @@ def test_a_watched_call_through_the_judge(linked) -> None:
 def test_a_reply_without_a_watch_report_is_refused(monkeypatch) -> None:
     student = {"own": _own_crd2idx}
     judge: dict = {}
-    answers.bind(judge, answers.describe(student, ["own"]))
-    monkeypatch.setattr(answers, "channel", lambda request: json.dumps({"id": 1, "result": plain.encode(3)}))
-    with pytest.raises(answers.AnswerError, match="no report of the watched call"):
+    stand_ins.bind(judge, serving.describe(student, ["own"]))
+    monkeypatch.setattr(stand_ins, "channel", lambda request: json.dumps({"id": 1, "result": plain.encode(3)}))
+    with pytest.raises(wire.AnswerError, match="no report of the watched call"):
         judge["own"].watched(_LIBS, 1, 4, 2)

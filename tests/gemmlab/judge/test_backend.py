@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from gemmlab.timing.bench import BenchResult
-from gemmlab.checking.check import SUITES, CheckResult
+from gemmlab.results import SUITES, BenchResult, CheckResult
 from gemmlab.judge import JudgeRequest
 from gemmlab.judge.__main__ import answer
-from gemmlab.judge.backend import FakeBackend, GpuBackend, judge
+from gemmlab.judge.backend import GpuBackend, judge
+from tests.support.fake_judge import FakeBackend
 from gemmlab.running import faults
 
 from .cases import naive_spec

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gemmlab.checking.check import CheckResult
-from gemmlab.judge import JudgeRequest
+from gemmlab.results import CheckResult
+from gemmlab.judge import JudgeError, JudgeRequest
 from gemmlab.judge.client import ENV_ALLOW, judge, judge_command, judge_environment, run_judge
 
 from .cases import naive_spec
@@ -95,3 +95,14 @@ def test_the_judge_runs_in_an_empty_directory_outside_the_callers() -> None:
     script = "import os, sys; sys.stderr.write(repr((os.getcwd(), os.listdir('.')))); sys.exit(2)"
     report = run_judge([sys.executable, "-c", script], b"", 30)
     assert "gemmlab-judge-" in report.error and "[])" in report.error
+
+
+def test_the_production_judge_has_no_fake_backend() -> None:
+    import gemmlab.judge.backend
+
+    command = judge_command("gpu")[:-2] + ["--backend", "fake"]
+    report = run_judge(command, JudgeRequest(naive_spec()).to_json().encode(), 60)
+    assert report.verdict == "crashed" and "unrecognized arguments: --backend fake" in report.error
+    assert not hasattr(gemmlab.judge.backend, "FakeBackend")
+    with pytest.raises(JudgeError, match="backend is one of gpu, fake"):
+        judge_command("anything")

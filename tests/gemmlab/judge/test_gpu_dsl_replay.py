@@ -1,7 +1,7 @@
 """CuTe DSL kernels recorded in a "student" namespace and replayed by the judge's proxy, on a GPU.
 
-The two sides of grading in one process: ``answers.serve`` answers record requests from a
-namespace (the student's kernel), :class:`~gemmlab.judge.answers.Answer` records and replays
+The two sides of grading in one process: ``serving.serve`` answers record requests from a
+namespace (the student's kernel), :class:`~gemmlab.answers.stand_ins.Answer` records and replays
 (the judge). ``check_gemm`` then sees only the replay: the student's Python never touched the
 judge's tensors.
 """
@@ -14,7 +14,7 @@ import torch
 
 import gemmlab
 import solution_cells
-from gemmlab.judge import answers
+from gemmlab.answers import serving, stand_ins
 from tests.dsl_kernels import simple_gemm
 
 pytestmark = pytest.mark.gpu
@@ -24,16 +24,16 @@ pytestmark = pytest.mark.gpu
 def student(monkeypatch):
     """A namespace standing for the student's kernel, and the judge's proxy for any name in it."""
     namespace: dict = {}
-    monkeypatch.setattr(answers, "channel", lambda request: answers.serve(namespace, json.dumps(request)))
-    answers._REPLAYS.clear()
-    answers.record_launches(True)          # as the grader sets it for a test marked judged
+    monkeypatch.setattr(stand_ins, "channel", lambda request: serving.serve(namespace, json.dumps(request)))
+    stand_ins._REPLAYS.clear()
+    stand_ins.record_launches(True)          # as the grader sets it for a test marked judged
     yield namespace
-    answers.record_launches(False)
+    stand_ins.record_launches(False)
 
 
 def test_a_bare_jit_function_is_recorded_and_replayed(student):
     student["gemm"] = simple_gemm.gemm
-    result = gemmlab.check_gemm(answers.Answer("gemm"), shapes=[(64, 64, 32), (100, 70, 33), (1, 1, 1)])
+    result = gemmlab.check_gemm(stand_ins.Answer("gemm"), shapes=[(64, 64, 32), (100, 70, 33), (1, 1, 1)])
     assert result.passed, result
 
 
@@ -42,7 +42,7 @@ def test_notebook_05s_dsl_solution_is_correct_through_the_judge(student):
                                                           "kernel:gemm05_dsl"])
     student.update(ns)
     for dtype in (torch.float16, torch.bfloat16):
-        result = gemmlab.check_gemm(answers.Answer("gemm05_dsl"), convention="nn", dtype=dtype)
+        result = gemmlab.check_gemm(stand_ins.Answer("gemm05_dsl"), convention="nn", dtype=dtype)
         assert result.passed, result
 
 
@@ -59,7 +59,7 @@ def test_the_capstone_solution_is_correct_through_the_judge(student, capstone):
     assert capstone["cap_uses_stream_k"](8192, 8192)
     shapes = [(8192, 8192, 512), (8192, 8192, 512), (1000, 1001, 999), (4096, 4096, 4096), (256, 512, 128)]
     for dtype in (torch.float16, torch.bfloat16):
-        result = gemmlab.check_gemm(answers.Answer("capstone_gemm"), dtype=dtype, shapes=shapes, timeout_s=300)
+        result = gemmlab.check_gemm(stand_ins.Answer("capstone_gemm"), dtype=dtype, shapes=shapes, timeout_s=300)
         assert result.passed, result
 
 
@@ -70,7 +70,7 @@ def test_the_capstone_solution_is_correct_through_the_judge(student, capstone):
 def test_work_outside_the_kernel_never_reaches_the_judges_tensors(student, body, said):
     kernel = gemmlab.dsl.gemm_fn(simple_gemm.gemm)
     student["gemm"] = lambda A, B, D: body(kernel, A, B, D)
-    result = gemmlab.check_gemm(answers.Answer("gemm"), shapes=[(64, 64, 32)])
+    result = gemmlab.check_gemm(stand_ins.Answer("gemm"), shapes=[(64, 64, 32)])
     assert not result.passed
     assert said is None or said in str(result.to_dict()), result
 
@@ -82,7 +82,7 @@ def test_replayed_capstone_times_like_the_capstone(student, capstone):
     student.update(capstone)
     shape = (4096, 4096, 4096)
     local = gemmlab.bench_gemm(capstone["capstone_gemm"], shape=shape)
-    judged = gemmlab.bench_gemm(answers.Answer("capstone_gemm"), shape=shape)
+    judged = gemmlab.bench_gemm(stand_ins.Answer("capstone_gemm"), shape=shape)
     print(f"capstone 4096^3: in process {local.ratio:.3f}x cuBLAS, replayed {judged.ratio:.3f}x cuBLAS")
     assert judged.ratio > 0.9 * local.ratio
 
@@ -92,10 +92,10 @@ def test_a_compiled_kernel_crosses_as_a_handle_and_is_replayed(student):
     it for probes and keeps it; the judge's handle launches through a recording, and a new shape reuses it."""
     student["gemm"] = simple_gemm.gemm
     judge: dict = {}
-    answers.bind(judge, answers.describe(student, ["gemm"]))
+    stand_ins.bind(judge, serving.describe(student, ["gemm"]))
     examples = [torch.empty(64, 32, dtype=torch.float16, device="cuda"),
                 torch.empty(48, 32, dtype=torch.float16, device="cuda"), torch.empty(64, 48, device="cuda")]
     kernel = gemmlab.dsl.compile(judge["gemm"], *examples)
-    assert isinstance(kernel, answers.CompiledAnswer) and ".entry" in kernel.ptx
+    assert isinstance(kernel, stand_ins.CompiledAnswer) and ".entry" in kernel.ptx
     result = gemmlab.check_gemm(kernel, shapes=[(64, 48, 32), (100, 70, 33)], out_dtype=torch.float32)
     assert result.passed, result

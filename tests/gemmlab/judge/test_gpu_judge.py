@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab.timing.bench import BenchResult
-from gemmlab.checking.check import CheckResult
+from gemmlab.results import BenchResult, CheckResult
 from gemmlab.judge import JudgeLimits, JudgeRequest, KernelSpec
 from gemmlab.judge.client import judge
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemmlab.timing.bench import BenchResult
+from gemmlab.results import BenchResult
 from gemmlab.judge import JudgeRequest, KernelSpec
 from gemmlab.judge.client import judge
 

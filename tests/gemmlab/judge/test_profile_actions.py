@@ -13,7 +13,8 @@ import pytest
 
 from gemmlab.errors import ContextLostError
 from gemmlab.judge import JudgeError, JudgeReport, JudgeRequest, KernelSpec
-from gemmlab.judge.backend import FakeBackend, judge
+from gemmlab.judge.backend import judge
+from tests.support.fake_judge import FakeBackend
 from gemmlab.judge.client import judge as judge_in_process
 from gemmlab.judge.profile_options import MAX_BUFFER_RECORDS, MAX_CAPACITY, ProfileOptions
 from gemmlab.judge.profiled_calls import check_request, launched_kernels

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from gemmlab.checking.check import MAX_PAD
+from gemmlab.results import MAX_PAD
 from gemmlab.judge import JudgeError, JudgeLimits, JudgeReport, JudgeRequest
 from gemmlab.judge.protocol import MAX_COMPILE_S, MAX_DIMENSION, MAX_REQUEST_BYTES, MAX_SHAPES
 

@@ -13,9 +13,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 from gemmlab.judge import JudgeError, JudgeReport, JudgeRequest
-from gemmlab.judge.backend import FakeBackend, judge
+from gemmlab.judge.backend import judge
+from tests.support.fake_judge import FakeBackend
 
-#: What the fake judge calls its device (gemmlab.judge.backend.FakeBackend.DEVICE).
+#: What the fake judge calls its device (tests.support.fake_judge.FakeBackend.DEVICE).
 GPU = FakeBackend.DEVICE
 
 

@@ -1,4 +1,4 @@
-"""gemmlab.connect: check_gemm and bench_gemm through a pool service (a local fake with the judge's FakeBackend).
+"""gemmlab.connect: check_gemm and bench_gemm through a pool service (a local fake with the tests' fake judge).
 
 The function under test is a notebook-style launcher around a real compiled kernel; the fake
 judge reads the kernel's behaviour from its name (``*_wrong``: wrong in the last column of tiles).
@@ -10,8 +10,8 @@ from typing import Iterator
 import pytest
 
 import gemmlab
-from gemmlab.timing.bench import BenchIntegrityError, BenchResult
-from gemmlab.checking.check import CheckResult
+from gemmlab.timing.bench import BenchIntegrityError
+from gemmlab.results import BenchResult, CheckResult
 from gemmlab.judge import JudgeReport
 from gemmlab.remote import (
     PoolAuthError, PoolBusyError, PoolKernelError, PoolRequestError, PoolUnavailableError, connection,

@@ -1,4 +1,4 @@
-"""gemmlab.check_copy through a pool service (a local fake with the judge's FakeBackend), the copy action of the
+"""gemmlab.check_copy through a pool service (a local fake with the tests' fake judge), the copy action of the
 judge's protocol, and what a copy function's recording refuses. The fake judge reads a kernel's behaviour from its
 name (``*_wrong``: wrong in the last column of tiles); the kernels are real and compile without a GPU."""
 from __future__ import annotations
@@ -10,10 +10,11 @@ import pytest
 import torch
 
 import gemmlab
-from gemmlab.checking.copy_check import CopyResult
+from gemmlab.results import CopyResult
 from gemmlab.judge import JudgeError, JudgeRequest
-from gemmlab.judge.backend import FakeBackend, judge
-from gemmlab.remote import RecordingError
+from gemmlab.judge.backend import judge
+from tests.support.fake_judge import FakeBackend
+from gemmlab.remote import UnsendableCallError
 from gemmlab.remote.recording import record_copy
 
 from .copy_kernels import copy_kernel, copy_launcher, expected_who
@@ -89,13 +90,13 @@ def test_copying_with_torch_or_passing_another_tensor_cannot_be_sent(pool: FakeP
         copy_launcher(kernel)(src, torch.empty_like(dst))
         dst.copy_(src)
 
-    with pytest.raises(RecordingError, match="copy_"):
+    with pytest.raises(UnsendableCallError, match="copy_"):
         gemmlab.check_copy(torch_copies, [(64, 64)])
 
     def scratch_buffer(src, dst):
         copy_launcher(kernel)(src[:, :], dst)
 
-    with pytest.raises(RecordingError, match="src, dst or the who map"):
+    with pytest.raises(UnsendableCallError, match="src, dst or the who map"):
         gemmlab.check_copy(scratch_buffer, [(64, 64)])
     assert not pool.requests
 
@@ -192,7 +193,7 @@ def test_a_copy_timing_request_is_a_timing_and_takes_no_who_map() -> None:
     assert Job("alice", request).is_timing      # the pool's scheduler gives it its GPU alone
     with pytest.raises(JudgeError, match="no who map"):
         JudgeRequest.from_dict({**request.to_dict(), "copy": {"who": True}})
-    from gemmlab.checking.copy_check import CopyTiming
+    from gemmlab.results import CopyTiming
 
     with pytest.raises(gemmlab.GemmlabError, match="not a copy timing"):
         CopyTiming.from_dict({"shape": [2, 2], "ms": -1})

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import gemmlab
-from gemmlab.checking.copy_check import CopyResult
+from gemmlab.results import CopyResult
 from gemmlab.judge import JudgeLimits, JudgeRequest
 from gemmlab.judge.client import judge
 from gemmlab.remote.recording import record_copy
@@ -59,7 +59,7 @@ def test_the_judge_gives_recorded_copies_the_local_verdicts() -> None:
 def test_bench_copy_times_a_right_copy_here_and_in_the_judge_and_refuses_a_wrong_one() -> None:
     from gemmlab.checking.integrity import BenchIntegrityError
     from gemmlab.remote.requests import copy_bench_request
-    from gemmlab.checking.copy_check import CopyTiming
+    from gemmlab.results import CopyTiming
 
     fn = _fn("cb_right")
     here = gemmlab.bench_copy(fn, (4096, 4096), torch.float32)
@@ -76,7 +76,7 @@ def test_bench_copy_times_a_right_copy_here_and_in_the_judge_and_refuses_a_wrong
 def test_the_judge_passes_a_recorded_null_pointer() -> None:
     """02's copy kernel takes a who map it writes only when given one; its launcher passes None when no map is asked
     for, recorded as a null pointer that the judge passes on (checked and timed)."""
-    from gemmlab.checking.copy_check import CopyTiming
+    from gemmlab.results import CopyTiming
     from gemmlab.remote.requests import copy_bench_request
 
     launch = _fn("cj_who_if_given", "WHO", "WHO_IF_GIVEN")

@@ -9,8 +9,7 @@ import torch
 
 import gemmlab
 from gemmlab.running import gpu as gpu_module
-from gemmlab.timing.bench import BenchResult
-from gemmlab.checking.check import CheckResult
+from gemmlab.results import BenchResult, CheckResult
 from gemmlab.judge import JudgeLimits, JudgeReport, JudgeRequest
 from gemmlab.judge.client import judge, judge_command, judge_environment, run_judge
 from gemmlab.remote import connection

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from gemmlab.judge import JudgeError, JudgeRequest, KernelSpec
-from gemmlab.judge.backend import FakeBackend, judge
+from gemmlab.judge.backend import judge
+from tests.support.fake_judge import FakeBackend
 from gemmlab.judge.binding import check_positional, positional_arguments, Operands
 from gemmlab.judge.spec import RecordedLaunch
 from gemmlab.compiling.signature import Param

@@ -10,9 +10,10 @@ import torch
 import gemmlab
 from gemmlab.notebook import nbhelpers as nbh
 from gemmlab.judge import JudgeLimits, JudgeRequest
-from gemmlab.judge.backend import FakeBackend, judge
+from gemmlab.judge.backend import judge
+from tests.support.fake_judge import FakeBackend
 from gemmlab.running.kernel import Kernel
-from gemmlab.remote import RecordingError
+from gemmlab.remote import UnsendableCallError
 from gemmlab.remote.recording import record, student_options
 from gemmlab.remote.requests import by_kernel, check_requests
 
@@ -100,7 +101,7 @@ def test_shapes_that_pick_another_compile_go_to_requests_of_their_own() -> None:
 
 
 def _refused(fn, message: str, convention: str = "tn") -> None:
-    with pytest.raises(RecordingError, match=message):
+    with pytest.raises(UnsendableCallError, match=message):
         record(fn, (64, 64, 32), convention, F16, F16, 1.0, 0.5)
 
 
@@ -149,13 +150,13 @@ def test_an_error_of_the_function_itself_passes_through_as_locally() -> None:
 def test_student_options_drop_gemmlabs_own() -> None:
     kernel = tn_kernel(options=("-DUNROLL=2", "--use_fast_math"))
     assert student_options(kernel.options, kernel.arch) == ("-DUNROLL=2", "--use_fast_math")
-    with pytest.raises(RecordingError, match="-std=c\\+\\+17"):
+    with pytest.raises(UnsendableCallError, match="-std=c\\+\\+17"):
         student_options(("--gpu-architecture=sm_90a", "-std=c++20"), "sm_90a")
 
 
 def test_an_option_the_judge_does_not_pass_is_refused_before_sending() -> None:
     recording = record(tn_launcher(tn_kernel(options=("-G",))), (16, 16, 16), "tn", F16, F16)
-    with pytest.raises(RecordingError, match="compile option '-G'"):
+    with pytest.raises(UnsendableCallError, match="compile option '-G'"):
         check_requests([recording], "tn", "float16", "float16", 1.0, 0.0, (128, 128), JudgeLimits())
 
 

@@ -13,7 +13,7 @@ import gemmlab
 from gemmlab import dsl
 from gemmlab import techniques as T
 from gemmlab.dtypes import dtype_name
-from gemmlab.judge import answers
+from gemmlab.answers import serving, stand_ins
 from gemmlab.techniques import guards
 from gemmlab.techniques.images import images_of_plan, record_plan
 from tests.dsl_kernels import simple_gemm
@@ -104,9 +104,9 @@ def linked(monkeypatch):
     judge: dict = {}
 
     def channel(request):
-        return answers.serve(student, json.dumps(request))
+        return serving.serve(student, json.dumps(request))
 
-    monkeypatch.setattr(answers, "channel", channel)
+    monkeypatch.setattr(stand_ins, "channel", channel)
     return student, judge
 
 
@@ -114,13 +114,13 @@ def test_in_the_judge_a_compiled_kernel_is_read_from_its_image_and_its_launches_
         linked, dsl_gemm, monkeypatch) -> None:
     student, judge = linked
     student["k"] = dsl_gemm
-    answers.bind(judge, answers.describe(student, ["k"]), ["k"])
+    stand_ins.bind(judge, serving.describe(student, ["k"]), ["k"])
     registered = []
-    monkeypatch.setattr(answers, "guard_launches", lambda target, guard: registered.append((target, guard)))
+    monkeypatch.setattr(stand_ins, "guard_launches", lambda target, guard: registered.append((target, guard)))
     simt = [T.instructions("fma", at_least=1)]
     assert T.require(judge["k"], simt).passed
     ((target, guard),) = registered
-    assert target is judge["k"] and answers.launch_key(target) == ("kernel", judge["k"]._handle)
+    assert target is judge["k"] and stand_ins.launch_key(target) == ("kernel", judge["k"]._handle)
     A, B, D = examples()
     metas = [{"shape": list(t.shape), "stride": list(t.stride()), "dtype": dtype_name(t.dtype), "address_mod": 0}
              for t in (A, B, D)]
@@ -154,8 +154,8 @@ def test_in_the_judge_a_launching_function_is_recorded_without_a_gpu(linked, dsl
         dsl_gemm(A, B, D)
 
     student["gemm"] = gemm
-    answers.bind(judge, answers.describe(student, ["gemm"]), ["gemm"])
-    plan = answers.recorded_plan(judge["gemm"], examples())
+    stand_ins.bind(judge, serving.describe(student, ["gemm"]), ["gemm"])
+    plan = stand_ins.recorded_plan(judge["gemm"], examples())
     (code,) = images_of_plan(plan, "gemm")
     assert code.cubin == dsl_gemm.cubin
     assert T.check(judge["gemm"], [T.instructions("fma")], example=examples()).passed

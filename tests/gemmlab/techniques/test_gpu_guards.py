@@ -10,7 +10,7 @@ import torch
 
 from gemmlab import dsl
 from gemmlab import techniques as T
-from gemmlab.judge import answers
+from gemmlab.answers import serving, stand_ins
 from tests.dsl_kernels import simple_gemm, tensorop_gemm
 
 pytestmark = pytest.mark.gpu
@@ -20,10 +20,10 @@ pytestmark = pytest.mark.gpu
 def linked(monkeypatch):
     student: dict = {}
     judge: dict = {}
-    monkeypatch.setattr(answers, "channel", lambda request: answers.serve(student, json.dumps(request)))
-    answers.record_launches(True)
+    monkeypatch.setattr(stand_ins, "channel", lambda request: serving.serve(student, json.dumps(request)))
+    stand_ins.record_launches(True)
     yield student, judge
-    answers.record_launches(False)
+    stand_ins.record_launches(False)
 
 
 def operands(M=128, N=128, K=64):
@@ -36,7 +36,7 @@ def test_a_checked_kernel_runs_and_another_under_its_handle_is_refused(linked) -
     student, judge = linked
     A, B, D = operands()
     student["k"] = dsl.compile(simple_gemm.gemm, A.cpu(), B.cpu(), D.cpu(), arch=None)
-    answers.bind(judge, answers.describe(student, ["k"]), ["k"])
+    stand_ins.bind(judge, serving.describe(student, ["k"]), ["k"])
     T.require(judge["k"], [T.mma("any", count=0, at_least=None)])
     judge["k"](A, B, D)
     torch.cuda.synchronize()

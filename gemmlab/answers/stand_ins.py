@@ -1,78 +1,26 @@
-"""A student's answers as seen by the judge: values as plain data, functions as calls that return plain data.
+"""The judge's side of the answer protocol: stand-ins for the student's answers, in the kernel that runs the tests.
 
-Why: when a notebook is graded, its test cells run in the judge, a kernel that runs the
-instructor's cells and never a line of the student's Python. Each name an answer cell defines is
-bound there by :func:`bind` from a description the student's kernel gave (:func:`describe`):
-
-- a value that is plain data (:mod:`.plain`) is rebuilt from that data;
-- a function becomes an :class:`Answer`; calling it sends the arguments (plain data) to the
-  student's kernel, which calls its own function (:func:`serve`) and sends back the result as
-  plain data, or the exception's type and message;
-- a call with tensors (a launch) is *recorded* in the student's kernel instead: its function runs
-  there on probes, CPU tensors shaped like the judge's, while its CuTe DSL launches and copies are
-  written down (:mod:`gemmlab.dsl.recording`); the judge replays that plan on its own tensors
-  (:mod:`.dsl_replay`), so the verdict on what the kernel computed is the judge's;
-- a CuTe DSL function becomes a :class:`DslAnswer`: launches of it are recorded as above, and
-  ``gemmlab.dsl.compile`` of it asks the student's kernel to compile it;
-- a compiled CuTe DSL kernel (``gemmlab.dsl.compile``'s result, bound to a name or returned by a
-  call) crosses as a handle the student's kernel keeps, and becomes a :class:`CompiledAnswer`:
-  launches of it are recorded and replayed, and its PTX, SASS and resources are asked for as data;
-- anything else is an :class:`Opaque` that fails every use with what it was.
-
-The two kernels never share anything but a socket each to the grader, which relays whole lines
-between them (``GEMMLAB_ANSWER_FD`` names the socket's file descriptor, inherited at start): the
-judge writes a call as one JSON line, a thread of the student's kernel (:func:`serve_in_background`)
-runs :func:`serve` and writes the reply as one line. Outside grading (``GEMMLAB_JUDGE`` unset) none
-of this is used: a notebook's tests call the student's objects directly, with the same messages.
+Each name an answer cell defines is bound here by :func:`bind` from the description the student's kernel gave
+(:func:`gemmlab.answers.serving.describe`): plain data is rebuilt; a function becomes an :class:`Answer`, whose
+calls cross to the student's kernel as plain data and come back as plain data (or the exception's type and
+message); a call with tensors (a launch) is recorded there on probes and replayed here on the judge's own
+tensors (:mod:`gemmlab.judge.dsl_replay`), so the verdict on what the kernel computed is the judge's; a CuTe DSL
+function becomes a :class:`DslAnswer`, a compiled kernel a :class:`CompiledAnswer` (a handle the student's kernel
+keeps; its module image is read here); anything else an :class:`Opaque` that fails every use with what it was.
 """
 from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from gemmlab.dtypes import dtype_name
-
-from . import plain
-from .errors import JudgeError
-
-#: Environment variable set in the judge's kernel.
-JUDGE_ENV = "GEMMLAB_JUDGE"
-#: Environment variable holding the file descriptor of a kernel's socket to the grader's relay.
-ANSWER_FD_ENV = "GEMMLAB_ANSWER_FD"
-#: Longest answer reply the judge reads.
-MAX_REPLY_CHARS = plain.MAX_CHARS + 4096
-#: Most characters the description of a notebook's answers takes, all names together (a value that does not fit
-#: in what is left is described as not crossing, with this limit named): answers are functions, layouts and a few
-#: numbers; one of 200 MB took the grader to 2 GB and the judge to 6 GB.
-MAX_DESCRIPTION_CHARS = 4 << 20
-#: Deepest nesting of a description's JSON (its values are plain-data strings inside it).
-DESCRIPTION_DEPTH = 8
-#: Most calls :meth:`Answer.each` sends in one request.
-MAX_CALLS_AT_ONCE = 1 << 16
-
-
-class AnswerError(JudgeError):
-    """The student's function raised, or its kernel did not answer; the message says which and how."""
-
-
-class NeedsStudentProcess(BaseException):
-    """A test handed tensors to a student's function (a launch) where the grader does not record launches.
-
-    Not an ``Exception``, so no ``except Exception`` in a test or helper swallows it: the grader sees it
-    and runs that test in the student's kernel instead (as a CuTe DSL test). Tests the instructor marked
-    ``judged`` record and replay launches instead (:func:`record_launches`).
-    """
-
-
-class StudentProcessOnly(JudgeError):
-    """A CuTe DSL kernel of the student's: it can only be built and run in the student's own process."""
-
+from gemmlab.judge import plain
+from .wire import (ANSWER_FD_ENV, DESCRIPTION_DEPTH, KEEP, KERNEL_MARK, MAX_CALLS_AT_ONCE, MAX_DESCRIPTION_CHARS,
+                   MAX_IMAGE_BYTES, MAX_REPLY_CHARS, TENSOR_MARK, AnswerError, NeedsStudentProcess, StudentProcessOnly,
+                   rebuilt)
 
 _RECORDING = {"on": False}
-
-
 def record_launches(on: bool) -> bool:
     """In the judge: whether a call with tensors is recorded and replayed here (set by the grader per cell)."""
     _RECORDING["on"] = bool(on)
@@ -89,288 +37,6 @@ def _launch(name: str, args: tuple, kwargs: dict[str, Any], kernel: int | None =
         raise NeedsStudentProcess(f"{name} is called with tensors (a launch): this test runs in your notebook's process")
     _launch_recorded(name, args, kwargs, kernel)
 
-
-def in_judge() -> bool:
-    """Whether this process is the judge of a grading run."""
-    return os.environ.get(JUDGE_ENV) == "1"
-
-
-# ---------------------------------------------------------------- the student's side
-
-def _is_dsl(value: Any) -> bool:
-    """A CuTe DSL ``@cute.kernel``/``@cute.jit`` function (a wrapper the DSL made) or a DSL object."""
-    module = getattr(type(value), "__module__", "") or ""
-    made_by = getattr(getattr(value, "__globals__", None), "get", lambda _: "")("__name__") or ""
-    return module.split(".")[0] == "cutlass" or str(made_by).split(".")[0] == "cutlass"
-
-
-#: How a compiled CuTe DSL kernel of the student's is written in data that crosses: a handle its kernel keeps.
-KERNEL_MARK = "__gemmlab_dsl_kernel__"
-#: What the judge may ask of a compiled kernel (:class:`CompiledAnswer`), each plain data. Its PTX and SASS
-#: text are not among them: text a student's process writes is evidence of nothing; the judge reads the
-#: machine code of the module image itself ("image", disassembled in the judge).
-KERNEL_FACTS = ("image", "summary", "resources", "kernel_name", "compiled_arch", "signature")
-#: Largest module image a compiled kernel may hand over (as the recorded plans allow).
-MAX_IMAGE_BYTES = 32 << 20
-
-_KERNELS: dict[int, Any] = {}      # in the student's kernel: handle -> compiled kernel the judge was told of
-
-
-def _is_compiled(value: Any) -> bool:
-    kind = type(value)
-    return kind.__name__ == "DslKernel" and kind.__module__ == "gemmlab.dsl.core"
-
-
-#: First handle of this process: random, so a handle the judge kept from before a restart of the student's kernel
-#: names no kernel of the new one.
-_FIRST_HANDLE = 1 + int.from_bytes(os.urandom(4), "little") * 4096
-
-
-def _handle(kernel: Any) -> int:
-    for handle, known in _KERNELS.items():
-        if known is kernel:
-            return handle
-    handle = _FIRST_HANDLE + len(_KERNELS)
-    _KERNELS[handle] = kernel
-    return handle
-
-
-def _with_handles(value: Any, depth: int = 0) -> Any:
-    """``value`` with each compiled DSL kernel replaced by its handle's mark (student's side)."""
-    if _is_compiled(value):
-        return {KERNEL_MARK: {"handle": _handle(value), "name": str(value.name)}}
-    if type(value) in (list, tuple) and depth < 8:      # exact types: a subclass is left for plain.encode to refuse
-        return type(value)(_with_handles(v, depth + 1) for v in value)
-    if type(value) is dict and depth < 8:
-        return {k: _with_handles(v, depth + 1) for k, v in value.items()}
-    return value
-
-
-def _fact(kernel: Any, fact: str) -> Any:
-    """One of :data:`KERNEL_FACTS` of a compiled kernel, as plain data."""
-    if fact not in KERNEL_FACTS:
-        raise ValueError(f"the judge may ask a compiled kernel for {', '.join(KERNEL_FACTS)}, not {fact!r}")
-    if fact == "image":
-        import base64
-
-        return {"cubin": base64.b64encode(bytes(kernel.cubin)).decode(), "kernel": str(kernel.kernel_name),
-                "arch": str(kernel.compiled_arch)}
-    if fact == "summary":
-        return getattr(kernel, fact)()
-    if fact == "resources":
-        import dataclasses
-
-        res = kernel.resources
-        return None if res is None else dataclasses.asdict(res)
-    return getattr(kernel, fact)
-
-
-def describe(namespace: dict[str, Any], names: list[str]) -> str:
-    """For each of ``names`` in the student's ``namespace``: how the judge should bind it (JSON), within
-    :data:`MAX_DESCRIPTION_CHARS` in all."""
-    out = _described(namespace, names)
-    left = MAX_DESCRIPTION_CHARS - 200 * len(out)
-    for name, entry in out.items():
-        size = len(json.dumps(entry))
-        if size > left:
-            out[name] = {"kind": "opaque", "why": f"{name}: its value takes {size:,} characters as data, and a "
-                         f"notebook's answers may take {MAX_DESCRIPTION_CHARS:,} in all, so it does not reach the tests. "
-                         "An answer is a function, a layout or a few numbers, not a large table."}
-            size = len(json.dumps(out[name]))
-        left -= size
-    return json.dumps(out)
-
-
-def _described(namespace: dict[str, Any], names: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in names:
-        if name not in namespace:
-            out[name] = {"kind": "missing"}
-            continue
-        value = namespace[name]
-        if _is_compiled(value):
-            out[name] = {"kind": "value", "data": plain.encode(_with_handles(value), name)}
-            continue
-        if _is_dsl(value):
-            from gemmlab.notebook.nbhelpers import function_done
-
-            kind = str(getattr(value, "_decorator_kind", "") or type(value).__qualname__)
-            out[name] = {"kind": "dsl", "type": kind, "done": bool(function_done(value))}
-            continue
-        try:                                  # plain data first: a layout is callable, yet a value
-            out[name] = {"kind": "value", "data": plain.encode(value, name)}
-        except plain.NotPlainData as exc:
-            if callable(value) and not isinstance(value, type):
-                from gemmlab.notebook.nbhelpers import function_done
-
-                out[name] = {"kind": "function", "done": bool(function_done(value))}
-            else:
-                out[name] = {"kind": "opaque", "why": str(exc)}
-    return out
-
-
-def serve(namespace: dict[str, Any], request: str) -> str:
-    """Run one call the judge asked for in the student's ``namespace``; the result or error as JSON
-    (with the request's ``id``)."""
-    try:
-        call = json.loads(request)
-        ident = call.get("id")
-    except Exception as exc:  # noqa: BLE001 - a broken request is reported, never raised here
-        return json.dumps({"error": type(exc).__name__, "message": str(exc)[:2000]})
-    return json.dumps({"id": ident, **_run_call(namespace, call)})
-
-
-def _run_call(namespace: dict[str, Any], call: Any) -> dict[str, Any]:
-    try:
-        args = plain.decode(call["args"])
-        kwargs = plain.decode(call["kwargs"])
-        if "kernel" in call:                # a compiled kernel the judge holds a handle of
-            fn = _KERNELS[int(call["kernel"])]
-            name = str(fn.name)
-        else:
-            name = call["name"]
-            fn = namespace[name]
-    except Exception as exc:  # noqa: BLE001 - a broken request is reported, never raised here
-        return {"error": type(exc).__name__, "message": str(exc)[:2000]}
-    if isinstance(call.get("record"), dict):
-        return _record_call(fn, args, kwargs, call["record"])
-    watch = None
-    try:
-        if isinstance(call.get("watch"), list):   # a call watched for a library's code (gemmlab.checking.library_watch)
-            from gemmlab.checking.library_watch import watched_call
-
-            seen = watched_call(fn, args, kwargs, libraries=[str(name)[:100] for name in call["watch"]])
-            result, watch = seen.result, seen.to_dict()
-        elif isinstance(call.get("compile"), dict):
-            with _values_as_in_judge(namespace, call["compile"].get("values")):
-                result = _compile_call(fn, args, kwargs, call["compile"])
-        elif "kernel" in call:
-            result = _fact(fn, str(call.get("get", "")))
-        elif "each" in call:             # many calls of one function in one round trip (nbhelpers.ask_each)
-            calls = plain.decode(call["each"])
-            if not isinstance(calls, list) or len(calls) > MAX_CALLS_AT_ONCE:
-                raise ValueError(f"each: a list of at most {MAX_CALLS_AT_ONCE} argument lists")
-            result = [fn(*c) for c in calls]
-        else:
-            result = fn(*args, **kwargs)
-    except BaseException as exc:  # noqa: BLE001 - the student's exception is data for the judge
-        return {"error": type(exc).__name__, "message": str(exc)[:4000]}
-    try:
-        reply = {"result": plain.encode(_with_handles(result), f"the value {name}(...) returned")}
-        return reply if watch is None else {**reply, "watch": watch}
-    except plain.NotPlainData as exc:
-        return {"error": "NotPlainData", "message": str(exc)}
-    except BaseException as exc:  # noqa: BLE001 - whatever the value does, the answering thread lives on
-        return {"error": "NotPlainData", "message": f"the value {name}(...) returned could not be read: "
-                                                    f"{type(exc).__name__}: {str(exc)[:500]}"}
-
-
-#: How a tensor argument of a recorded call is written in the request's arguments.
-TENSOR_MARK = "__gemmlab_tensor__"
-
-
-def _with(value: Any, probes: list[Any], depth: int = 0) -> Any:
-    """``value`` with every tensor mark replaced by its probe."""
-    if isinstance(value, dict) and set(value) == {TENSOR_MARK} and isinstance(value[TENSOR_MARK], int):
-        return probes[value[TENSOR_MARK]]
-    if isinstance(value, (list, tuple)) and depth < 8:
-        return type(value)(_with(v, probes, depth + 1) for v in value)
-    if isinstance(value, dict) and depth < 8:
-        return {k: _with(v, probes, depth + 1) for k, v in value.items()}
-    return value
-
-
-def _probes(metas: list[dict[str, Any]]) -> list[Any]:
-    """CPU stand-ins of the judge's tensors (:func:`gemmlab.dsl.recording.probe`)."""
-    import torch
-
-    from ..dsl.recording import probe
-
-    return [probe(t["shape"], t["stride"], getattr(torch, t["dtype"]), int(t["address_mod"])) for t in metas]
-
-
-def _record_call(fn: Any, args: Any, kwargs: Any, how: dict[str, Any]) -> dict[str, Any]:
-    """Call ``fn`` on probes of the judge's tensors and return what it launched (a plan), or the error."""
-    try:
-        from ..dsl import gemm_fn
-        from ..dsl.recording import recording
-
-        probes = _probes(how["tensors"])
-        attributes = {int(k): int(v) for k, v in how["device_attributes"].items()}
-        if _is_dsl(fn):                        # a bare @cute.jit function: launched the way gemm_fn launches it
-            fn = gemm_fn(fn)
-        with recording(str(how["arch"]), attributes, probes) as recorder:
-            fn(*_with(args, probes), **_with(kwargs, probes))
-        return {"plan": recorder.plan()}
-    except BaseException as exc:  # noqa: BLE001 - the student's exception is data for the judge
-        return {"error": type(exc).__name__, "message": str(exc)[:4000]}
-
-
-@contextmanager
-def _values_as_in_judge(namespace: dict[str, Any], values: Any) -> Iterator[None]:
-    """While compiling: the student's answer values that the judge's test rebound (e.g. a stage count it varies)
-    hold the judge's values, so the DSL function reads them as it would in the notebook; restored after."""
-    changed = {name: plain.decode(data) for name, data in (values or {}).items()
-               if isinstance(name, str) and name in namespace}
-    before = {name: namespace[name] for name in changed}
-    namespace.update(changed)
-    try:
-        yield
-    finally:
-        namespace.update(before)
-
-
-def _compile_call(fn: Any, args: Any, kwargs: Any, how: dict[str, Any]) -> Any:
-    """``gemmlab.dsl.compile`` of the student's function (or a new variant of a compiled kernel) for probes
-    of the judge's example tensors: the compiled kernel, which crosses as a handle."""
-    from ..dsl import compile as dsl_compile
-
-    probes = _probes(how["tensors"])
-    examples = _with(args, probes)
-    if _is_compiled(fn):
-        return fn.compile_for(*examples)
-    if kwargs:
-        raise TypeError("gemmlab.dsl.compile takes its example arguments by position")
-    return dsl_compile(fn, *examples, arch=how.get("arch"), options=how.get("options"), dtypes=how.get("dtypes"),
-                       min_align=how.get("min_align"))
-
-
-def _lines(sock: Any) -> Any:
-    """Whole lines (without the newline) read from ``sock``; ends when it closes."""
-    buffer = b""
-    while True:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            return
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            yield line.decode("utf-8", "replace")
-
-
-def serve_in_background(namespace: dict[str, Any]) -> bool:
-    """In the student's kernel while grading: answer the judge's calls in a daemon thread; False if not grading."""
-    import socket
-    import threading
-
-    fd = os.environ.get(ANSWER_FD_ENV, "")
-    if not fd.isdigit():
-        return False
-    sock = socket.socket(fileno=int(fd))
-
-    def loop() -> None:
-        for line in _lines(sock):
-            try:
-                reply = serve(namespace, line)
-            except BaseException as exc:  # noqa: BLE001 - one bad call never ends the answering thread
-                reply = json.dumps({"error": type(exc).__name__, "message": str(exc)[:2000]})
-            sock.sendall(reply.encode() + b"\n")
-
-    threading.Thread(target=loop, name="gemmlab-answers", daemon=True).start()
-    return True
-
-
-# ---------------------------------------------------------------- the judge's side
 
 class SocketChannel:
     """The judge's end: one JSON line out per call, the reply with the same id back.
@@ -420,31 +86,27 @@ class SocketChannel:
 
 #: How the judge sends a request and waits for the reply (tests may replace it).
 channel: Callable[[dict[str, Any]], str] = SocketChannel()
+def _is_torch(value: Any) -> bool:
+    return (getattr(type(value), "__module__", "") or "").split(".")[0] == "torch"
 
 
-def _holds_tensor(values: tuple, depth: int = 0) -> bool:
-    for value in values:
-        kind = type(value)
-        if (getattr(kind, "__module__", "") or "").split(".")[0] == "torch":
-            return True
-        if kind in (tuple, list) and depth < 8 and _holds_tensor(tuple(value), depth + 1):
-            return True
-        if kind is dict and depth < 8 and _holds_tensor(tuple(value.values()), depth + 1):
-            return True
-    return False
+def _holds_tensor(values: tuple) -> bool:
+    """Whether anything torch's (a tensor, a dtype, a device) is among ``values``, however nested: such a call
+    is a launch, recorded and replayed, never a call with plain data."""
+    found: list[Any] = []
+    rebuilt(values, lambda part: found.append(part) if _is_torch(part) else KEEP)
+    return bool(found)
 
 
-def _marked(value: Any, tensors: list[Any], depth: int = 0) -> Any:
+def _marked(value: Any, tensors: list[Any]) -> Any:
     """``value`` with each torch tensor replaced by a mark (its index in ``tensors``, where it is appended)."""
-    kind = type(value)
-    if (getattr(kind, "__module__", "") or "").split(".")[0] == "torch" and hasattr(value, "data_ptr"):
-        tensors.append(value)
-        return {TENSOR_MARK: len(tensors) - 1}
-    if kind in (tuple, list) and depth < 8:
-        return kind(_marked(v, tensors, depth + 1) for v in value)
-    if kind is dict and depth < 8:
-        return {k: _marked(v, tensors, depth + 1) for k, v in value.items()}
-    return value
+    def mark(part: Any) -> Any:
+        if _is_torch(part) and hasattr(part, "data_ptr"):
+            tensors.append(part)
+            return {TENSOR_MARK: len(tensors) - 1}
+        return KEEP
+
+    return rebuilt(value, mark)
 
 
 #: Replays of recorded calls, by what the recording depended on (bounded in number and in the scratch memory they
@@ -455,8 +117,6 @@ _REPLAYS: dict[str, Any] = {}
 #: (:func:`guard_launches`).
 _REPLAY_OWNERS: dict[str, tuple[str, Any]] = {}
 _GUARDS: dict[tuple[str, Any], list[Callable[[Any, list[dict[str, Any]]], None]]] = {}
-
-
 def _guard_key(name: str, kernel: int | None) -> tuple[str, Any]:
     return ("kernel", kernel) if kernel is not None else ("name", name)
 
@@ -494,7 +154,7 @@ def recorded_plan(target: Any, args: tuple, kwargs: dict[str, Any] | None = None
     if has_gpu():
         attributes, arch = _device_attributes(), arch or current_arch()
     else:
-        from ..dsl.host_recording import H100_ATTRIBUTES
+        from gemmlab.dsl.host_recording import H100_ATTRIBUTES
 
         attributes, arch = {str(k): v for k, v in H100_ATTRIBUTES.items()}, arch or "sm_90a"
     request["record"] = {"arch": arch, "tensors": _metas(tensors), "device_attributes": attributes}
@@ -502,13 +162,11 @@ def recorded_plan(target: Any, args: tuple, kwargs: dict[str, Any] | None = None
     if "plan" not in reply:
         raise AnswerError(f"{name}(...): your notebook's kernel sent no recording of the launch.")
     return reply["plan"]
+
+
 MAX_REPLAYS = 256
 MAX_SCRATCH_HELD = 4 << 30
-
-
 _ATTRIBUTES: dict[int, dict[str, int]] = {}
-
-
 def _device_attributes() -> dict[str, int]:
     import torch
 
@@ -548,7 +206,7 @@ def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any], kernel: int
     import torch
 
     from gemmlab.running.gpu import current_arch
-    from .dsl_replay import PlanError, Replay
+    from gemmlab.judge.dsl_replay import PlanError, Replay
 
     request, tensors = _request(name, args, kwargs, kernel)
     if any(t.device.type != "cuda" for t in tensors):
@@ -596,17 +254,16 @@ def _reply(name: str, reply_text: Any, limit: int = MAX_REPLY_CHARS) -> dict[str
     return reply
 
 
-def _with_kernels(value: Any, depth: int = 0) -> Any:
+def _with_kernels(value: Any) -> Any:
     """``value`` (decoded plain data) with each compiled kernel's mark replaced by a :class:`CompiledAnswer`."""
-    if isinstance(value, dict) and set(value) == {KERNEL_MARK} and isinstance(value[KERNEL_MARK], dict):
-        handle = value[KERNEL_MARK].get("handle")
-        if isinstance(handle, int) and not isinstance(handle, bool) and handle > 0:
-            return CompiledAnswer(handle, str(value[KERNEL_MARK].get("name", "dsl_kernel"))[:100])
-    if type(value) in (list, tuple) and depth < 8:
-        return type(value)(_with_kernels(v, depth + 1) for v in value)
-    if type(value) is dict and depth < 8:
-        return {k: _with_kernels(v, depth + 1) for k, v in value.items()}
-    return value
+    def kernel_of(part: Any) -> Any:
+        if type(part) is dict and set(part) == {KERNEL_MARK} and type(part[KERNEL_MARK]) is dict:
+            handle = part[KERNEL_MARK].get("handle")
+            if type(handle) is int and handle > 0:
+                return CompiledAnswer(handle, str(part[KERNEL_MARK].get("name", "dsl_kernel"))[:100])
+        return KEEP
+
+    return rebuilt(value, kernel_of)
 
 
 def _compiled(name: str, args: tuple, kwargs: dict[str, Any], how: dict[str, Any],
@@ -688,8 +345,6 @@ class Answer:
 
 #: In the judge: the namespace the answers were last bound into, and each value answer's data as bound.
 _BOUND: dict[str, Any] = {"namespace": None, "values": {}}
-
-
 def _rebound_values() -> dict[str, str]:
     """The student's value answers that the judge's cells have rebound since binding (name -> new data)."""
     namespace, out = _BOUND["namespace"], {}
@@ -726,7 +381,7 @@ class DslAnswer:
                 dtypes: dict[str, Any] | None = None, min_align: int | None = None) -> "CompiledAnswer":
         """``gemmlab.dsl.compile`` in the judge: the student's kernel compiles it for probes of these examples."""
         how = {"arch": arch, "options": options or None, "min_align": min_align,
-               "dtypes": {str(k): dtype_name(v) for k, v in (dtypes or {}).items()} or None}
+               "dtypes": {str(k): str(v).replace("torch.", "") for k, v in (dtypes or {}).items()} or None}
         return _compiled(self._name, example_args, {}, how)
 
 
@@ -861,9 +516,10 @@ class Opaque:
 
 
 def bind(namespace: dict[str, Any], description: str, names: list[str] | None = None) -> list[str]:
-    """Bind the names :func:`describe` described into the judge's ``namespace``; the names bound. With ``names``
-    (the grader's list of the student's answer names), any other name in the description is ignored: a forged
-    description cannot rebind the instructor's names (a helper, a flag such as 07's ``BLACKWELL``)."""
+    """Bind the names :func:`gemmlab.answers.serving.describe` described into the judge's ``namespace``; the names
+    bound. With ``names`` (the grader's list of the student's answer names), any other name in the description is
+    ignored: a forged description cannot rebind the instructor's names (a helper, a flag such as 07's
+    ``BLACKWELL``)."""
     try:
         described = plain.loads(description, "the description of your answers", MAX_DESCRIPTION_CHARS + 65536,
                                 DESCRIPTION_DEPTH)
@@ -903,8 +559,6 @@ def bind(namespace: dict[str, Any], description: str, names: list[str] | None = 
     return bound
 
 
-__all__ = ["ANSWER_FD_ENV", "Answer", "AnswerError", "CompiledAnswer", "DESCRIPTION_DEPTH", "DslAnswer", "JUDGE_ENV",
-           "KERNEL_FACTS", "KERNEL_MARK", "MAX_DESCRIPTION_CHARS", "MAX_IMAGE_BYTES", "NeedsStudentProcess", "Opaque",
-           "SocketChannel", "StudentProcessOnly", "TENSOR_MARK", "bind", "channel", "describe", "guard_launches",
-           "in_judge", "launch_key", "record_launches", "recorded_plan", "recording_launches", "serve",
-           "serve_in_background"]
+
+__all__ = ["Answer", "CompiledAnswer", "DslAnswer", "Opaque", "SocketChannel", "bind", "channel", "guard_launches",
+           "launch_key", "record_launches", "recorded_plan", "recording_launches"]
