@@ -6,7 +6,7 @@ would be one knot. Instead the pool registers a *finder* here (:func:`register`,
 when it is imported, and so on ``gemmlab.connect``); ``check_gemm``, ``check_copy``, ``bench_copy`` and
 ``bench_gemm`` ask :func:`pool_for_work`. The environment's pool (``GEMMLAB_POOL``, set for every student of a
 class's JupyterHub, who never calls ``connect``) is found the same way: ``import gemmlab`` registers a finder that
-imports the pool package on first use (:func:`gemmlab._environment_pool`).
+imports the pool package on first use (in ``gemmlab/__init__.py``).
 """
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def _marked(value: Any, tensors: list[Any]) -> Any:
 #: Replays of recorded calls, by what the recording depended on (bounded in number and in the scratch memory they
 #: hold; oldest dropped first). Emptied whenever the student's answers are bound again: a redefined function
 #: is recorded afresh.
-_REPLAYS: dict[str, Any] = {}
+REPLAYS: dict[str, Any] = {}
 #: Whose launch each replay recorded, and what must hold of every plan recorded for a launching answer
 #: (:func:`guard_launches`).
 _REPLAY_OWNERS: dict[str, tuple[str, Any]] = {}
@@ -138,7 +138,7 @@ def guard_launches(target: Any, guard: Callable[[Any, list[dict[str, Any]]], Non
     key = launch_key(target)
     _GUARDS.setdefault(key, []).append(guard)
     for replay_key in [k for k, owner in _REPLAY_OWNERS.items() if owner == key]:
-        _REPLAYS.pop(replay_key, None)
+        REPLAYS.pop(replay_key, None)
         _REPLAY_OWNERS.pop(replay_key, None)
 
 
@@ -158,7 +158,7 @@ def recorded_plan(target: Any, args: tuple, kwargs: dict[str, Any] | None = None
 
         attributes, arch = {str(k): v for k, v in H100_ATTRIBUTES.items()}, arch or "sm_90a"
     request["record"] = {"arch": arch, "tensors": _metas(tensors), "device_attributes": attributes}
-    reply = _reply(name, channel(request))
+    reply = read_reply(name, channel(request))
     if "plan" not in reply:
         raise AnswerError(f"{name}(...): your notebook's kernel sent no recording of the launch.")
     return reply["plan"]
@@ -214,9 +214,9 @@ def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any], kernel: int
     metas = _metas(tensors)
     request["record"] = {"arch": current_arch(), "tensors": metas, "device_attributes": _device_attributes()}
     key = json.dumps([request["name"], kernel, request["args"], request["kwargs"], metas], sort_keys=True)
-    replay = _REPLAYS.get(key)
+    replay = REPLAYS.get(key)
     if replay is None:
-        reply = _reply(name, channel(request))
+        reply = read_reply(name, channel(request))
         if "plan" not in reply:
             raise AnswerError(f"{name}(...): your notebook's kernel sent no recording of the launch.")
         owner = _guard_key(name, kernel)
@@ -227,16 +227,16 @@ def _launch_recorded(name: str, args: tuple, kwargs: dict[str, Any], kernel: int
             replay = Replay(reply["plan"], len(tensors))
         except PlanError as exc:
             raise AnswerError(f"{name}(...): the judge will not run the recorded launch: {exc}") from None
-        _REPLAYS[key] = replay
-        while len(_REPLAYS) > MAX_REPLAYS or (
-                len(_REPLAYS) > 1 and sum(r.scratch_bytes for r in _REPLAYS.values()) > MAX_SCRATCH_HELD):
-            oldest = next(iter(_REPLAYS))
-            _REPLAYS.pop(oldest)
+        REPLAYS[key] = replay
+        while len(REPLAYS) > MAX_REPLAYS or (
+                len(REPLAYS) > 1 and sum(r.scratch_bytes for r in REPLAYS.values()) > MAX_SCRATCH_HELD):
+            oldest = next(iter(REPLAYS))
+            REPLAYS.pop(oldest)
             _REPLAY_OWNERS.pop(oldest, None)
     replay(tensors, torch.cuda.current_stream())
 
 
-def _reply(name: str, reply_text: Any, limit: int = MAX_REPLY_CHARS) -> dict[str, Any]:
+def read_reply(name: str, reply_text: Any, limit: int = MAX_REPLY_CHARS) -> dict[str, Any]:
     """The student's kernel's reply as a dict, or the AnswerError that says what went wrong."""
     if not isinstance(reply_text, str):
         raise AnswerError(f"{name}(...): your notebook's kernel sent no usable answer.")
@@ -271,7 +271,7 @@ def _compiled(name: str, args: tuple, kwargs: dict[str, Any], how: dict[str, Any
     """Ask the student's kernel to compile ``name`` (or a new variant of a compiled kernel) for these examples."""
     request, tensors = _request(name, args, kwargs, kernel)
     request["compile"] = {**how, "tensors": _metas(tensors), "values": _rebound_values()}
-    compiled = _with_kernels(_result(name, _reply(name, channel(request))))
+    compiled = _with_kernels(_result(name, read_reply(name, channel(request))))
     if not isinstance(compiled, CompiledAnswer) or (kernel is not None and compiled._handle != kernel):
         raise AnswerError(f"gemmlab.dsl.compile({name}, ...): your notebook's kernel sent back "
                           f"{type(compiled).__name__}, not the compiled kernel.")
@@ -304,7 +304,7 @@ class Answer:
         where = f"the arguments of {self._name}"
         request = {"name": self._name, "args": plain.encode(list(args), where),
                    "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where)}
-        return _with_kernels(_result(self._name, _reply(self._name, channel(request))))
+        return _with_kernels(_result(self._name, read_reply(self._name, channel(request))))
 
     def watched(self, libraries: list[str], *args: Any, **kwargs: Any) -> Any:
         """``self(*args, **kwargs)`` run in the student's kernel under
@@ -318,7 +318,7 @@ class Answer:
         request = {"name": self._name, "args": plain.encode(list(args), where),
                    "kwargs": plain.encode({str(k): v for k, v in kwargs.items()}, where),
                    "watch": [str(name) for name in libraries]}
-        reply = _reply(self._name, channel(request))
+        reply = read_reply(self._name, channel(request))
         result = _with_kernels(_result(self._name, reply))
         report = reply.get("watch")
         entered = report.get("entered") if isinstance(report, dict) else None
@@ -335,7 +335,7 @@ class Answer:
             chunk = [list(args) for args in calls[start:start + MAX_CALLS_AT_ONCE]]
             request = {"name": self._name, "each": plain.encode(chunk, f"the arguments of {self._name}"),
                        "args": plain.encode([]), "kwargs": plain.encode({})}
-            results = _with_kernels(_result(self._name, _reply(self._name, channel(request))))
+            results = _with_kernels(_result(self._name, read_reply(self._name, channel(request))))
             if not isinstance(results, list) or len(results) != len(chunk):
                 raise AnswerError(f"{self._name}(...): your notebook's kernel sent {type(results).__name__} where "
                                   f"{len(chunk)} results were asked for.")
@@ -381,7 +381,7 @@ class DslAnswer:
                 dtypes: dict[str, Any] | None = None, min_align: int | None = None) -> "CompiledAnswer":
         """``gemmlab.dsl.compile`` in the judge: the student's kernel compiles it for probes of these examples."""
         how = {"arch": arch, "options": options or None, "min_align": min_align,
-               "dtypes": {str(k): str(v).replace("torch.", "") for k, v in (dtypes or {}).items()} or None}
+               "dtypes": {str(k): dtype_name(v) for k, v in (dtypes or {}).items()} or None}
         return _compiled(self._name, example_args, {}, how)
 
 
@@ -417,7 +417,7 @@ class CompiledAnswer:
         if fact not in self._facts:
             request = {"name": self._name, "kernel": self._handle, "get": fact, "args": plain.encode([]),
                        "kwargs": plain.encode({})}
-            self._facts[fact] = _result(self._name, _reply(self._name, channel(request)))
+            self._facts[fact] = _result(self._name, read_reply(self._name, channel(request)))
         return self._facts[fact]
 
     def _text(self, fact: str) -> str:
@@ -527,7 +527,7 @@ def bind(namespace: dict[str, Any], description: str, names: list[str] | None = 
         raise AnswerError(f"{exc} Your notebook's kernel did not describe its answers as the grader asked.") from None
     if not isinstance(described, dict):
         raise AnswerError("the description of your answers is malformed.")
-    _REPLAYS.clear()
+    REPLAYS.clear()
     _REPLAY_OWNERS.clear()
     _GUARDS.clear()
     _BOUND["namespace"], _BOUND["values"] = namespace, {}
@@ -560,5 +560,5 @@ def bind(namespace: dict[str, Any], description: str, names: list[str] | None = 
 
 
 
-__all__ = ["Answer", "CompiledAnswer", "DslAnswer", "Opaque", "SocketChannel", "bind", "channel", "guard_launches",
-           "launch_key", "record_launches", "recorded_plan", "recording_launches"]
+__all__ = ["Answer", "CompiledAnswer", "DslAnswer", "Opaque", "REPLAYS", "SocketChannel", "bind", "channel",
+           "guard_launches", "launch_key", "read_reply", "record_launches", "recorded_plan", "recording_launches"]

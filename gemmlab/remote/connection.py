@@ -85,6 +85,13 @@ _disconnected = False   # disconnect() also turns off the environment's pool unt
 _from_env: Pool | None = None
 
 
+def forget() -> None:
+    """Forget this process's ``connect()`` and ``disconnect()``: the environment (``GEMMLAB_POOL``) decides again,
+    as in a fresh kernel. For tests and for a notebook that starts over."""
+    global _connected, _disconnected
+    _connected, _disconnected = None, False
+
+
 def connect(url: str | None = None, token: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
             verify: bool = True) -> Pool:
     """Send this notebook's ``check_gemm`` and ``bench_gemm`` to the GPU pool at ``url`` (default: ``GEMMLAB_POOL``).
@@ -148,4 +155,5 @@ def pool_for_work() -> Pool | None:
 offload.register("pool", pool_for_work)   # check_gemm and the others find the pool through gemmlab.offload
 
 
-__all__ = ["DEFAULT_TIMEOUT_S", "HUB_TOKEN_ENV", "Pool", "TOKEN_ENV", "URL_ENV", "connect", "current", "disconnect", "pool_for_work"]
+__all__ = ["DEFAULT_TIMEOUT_S", "HUB_TOKEN_ENV", "Pool", "TOKEN_ENV", "URL_ENV", "connect", "current", "disconnect",
+           "forget", "pool_for_work"]

@@ -205,9 +205,9 @@ def test_binding_the_answers_again_forgets_every_recorded_launch(linked) -> None
     """A function redefined by a later answer cell is recorded afresh, never judged on the old one's plan."""
     student, judge, bind = linked
     student["f"] = lambda: 1
-    stand_ins._REPLAYS["stale"] = object()
+    stand_ins.REPLAYS["stale"] = object()
     bind("f")
-    assert stand_ins._REPLAYS == {}
+    assert stand_ins.REPLAYS == {}
 
 
 def test_many_calls_cross_in_one_round_trip_and_stay_plain_data(linked, monkeypatch) -> None:

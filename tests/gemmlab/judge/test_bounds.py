@@ -44,7 +44,7 @@ def test_replies_to_calls_are_read_within_their_limits(monkeypatch) -> None:
         monkeypatch.setattr(stand_ins, "channel", lambda request, reply=reply: reply)
         monkeypatch.setattr(stand_ins, "MAX_REPLY_CHARS", 4000)
         with pytest.raises(AnswerError, match=words):
-            stand_ins._reply("square", reply, stand_ins.MAX_REPLY_CHARS)
+            stand_ins.read_reply("square", reply, stand_ins.MAX_REPLY_CHARS)
 
 
 def test_plain_data_nested_without_end_is_refused_not_a_recursion_error() -> None:

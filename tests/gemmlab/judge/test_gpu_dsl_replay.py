@@ -25,7 +25,7 @@ def student(monkeypatch):
     """A namespace standing for the student's kernel, and the judge's proxy for any name in it."""
     namespace: dict = {}
     monkeypatch.setattr(stand_ins, "channel", lambda request: serving.serve(namespace, json.dumps(request)))
-    stand_ins._REPLAYS.clear()
+    stand_ins.REPLAYS.clear()
     stand_ins.record_launches(True)          # as the grader sets it for a test marked judged
     yield namespace
     stand_ins.record_launches(False)

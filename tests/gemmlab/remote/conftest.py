@@ -14,6 +14,6 @@ def fresh_connection(no_gpu: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.delenv(connection.URL_ENV, raising=False)
     monkeypatch.delenv(connection.TOKEN_ENV, raising=False)
     monkeypatch.delenv(connection.HUB_TOKEN_ENV, raising=False)
-    monkeypatch.setattr(connection, "_connected", None)
-    monkeypatch.setattr(connection, "_disconnected", False)
+    connection.forget()
     yield
+    connection.forget()

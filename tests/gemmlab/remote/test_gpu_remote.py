@@ -74,8 +74,7 @@ def test_a_notebook_without_a_gpu_checks_and_times_through_the_pool(pool_on_this
     nn = nn_launcher(arch)
     monkeypatch.setenv(gpu_module.HIDE_ENV, "1")
     gpu_module.refresh()
-    monkeypatch.setattr(connection, "_connected", None)
-    monkeypatch.setattr(connection, "_disconnected", False)
+    connection.forget()
     try:
         gemmlab.connect(pool_on_this_gpu.url, "good")
         assert gemmlab.check_gemm(tn_launcher(right), shapes=SHAPES).passed
@@ -102,8 +101,7 @@ def test_a_notebook_without_a_gpu_checks_and_times_cute_dsl_kernels_through_the_
     naive = gemmlab.dsl.gemm_fn(simple_gemm.gemm, arch="sm_90a")
     monkeypatch.setenv(gpu_module.HIDE_ENV, "1")
     gpu_module.refresh()
-    monkeypatch.setattr(connection, "_connected", None)
-    monkeypatch.setattr(connection, "_disconnected", False)
+    connection.forget()
     try:
         assert not gemmlab.has_gpu()
         gemmlab.connect(pool_on_this_gpu.url, "good")

@@ -25,8 +25,7 @@ def service(tmp_path: Path, no_gpu: None, monkeypatch: pytest.MonkeyPatch) -> It
     from pool.worker import LocalExecutor
     from tests.pool.helpers import make_class
 
-    monkeypatch.setattr(connection, "_connected", None)
-    monkeypatch.setattr(connection, "_disconnected", False)
+    connection.forget()
     klass = make_class(tmp_path)
     judges = LocalExecutor(["0"], backend="fake", sandbox=False, memory_limit_mb=4096)
     pool = Pool(Authenticator(klass.roster, klass.store), UsageLedger(StudentLimits()), FairScheduler(judges, 2, 60.0),
