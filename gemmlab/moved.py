@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import sys
 from types import ModuleType
+from typing import Callable
 
 #: Old module path -> where the module is now. A package's entry covers its submodules too.
 MOVED: dict[str, str] = {
@@ -63,10 +65,22 @@ class MovedFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _Alias(new))
 
 
+def submodules_on_use(package: str) -> Callable[[str], ModuleType]:
+    """A stage package's ``__getattr__``: its submodules imported on first use, so that
+    ``gemmlab.timing.bench.time_cuda`` works after only ``import gemmlab``, as ``gemmlab.bench.time_cuda`` did."""
+
+    def __getattr__(name: str) -> ModuleType:
+        if name.startswith("_") or importlib.util.find_spec(f"{package}.{name}") is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return importlib.import_module(f"{package}.{name}")
+
+    return __getattr__
+
+
 def install() -> None:
     """Put the finder on ``sys.meta_path`` (once)."""
     if not any(isinstance(finder, MovedFinder) for finder in sys.meta_path):
         sys.meta_path.append(MovedFinder())
 
 
-__all__ = ["MOVED", "MovedFinder", "install", "new_path"]
+__all__ = ["MOVED", "MovedFinder", "install", "new_path", "submodules_on_use"]

@@ -6,3 +6,6 @@
 student's C index arithmetic run on the CPU with C's meaning), ``library_watch`` (which libraries an answer
 used) and ``report`` (results published as data for the grader).
 """
+from gemmlab.moved import submodules_on_use
+
+__getattr__ = submodules_on_use("gemmlab.checking")

@@ -9,3 +9,6 @@ headers found), ``cache`` (the content-addressed store), ``diagnostics`` and ``c
 student's own lines), ``signature`` (a kernel's parameters), ``resources`` (registers, shared memory, spills),
 and the readers of the result, ``ptx`` and ``sass``.
 """
+from gemmlab.moved import submodules_on_use
+
+__getattr__ = submodules_on_use("gemmlab.compiling")

@@ -39,3 +39,6 @@ called on torch tensors), ``isolate`` (a GPU job in a fresh child process) and `
 tree consumed, read from /proc: what compile and cell limits count). Integrity (what counts as honest work) and
 timing are built on this layer in :mod:`gemmlab.checking` and :mod:`gemmlab.timing`.
 """
+from gemmlab.moved import submodules_on_use
+
+__getattr__ = submodules_on_use("gemmlab.running")

@@ -5,3 +5,6 @@
 design decisions of a GEMM kernel, and what follows from them) and ``figures`` (a matplotlib figure as PNG
 bytes or an ``<img>``). The layout algebra they draw is :mod:`gemmlab.layout`.
 """
+from gemmlab.moved import submodules_on_use
+
+__getattr__ = submodules_on_use("gemmlab.seeing")

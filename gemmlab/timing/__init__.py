@@ -14,10 +14,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from gemmlab.moved import submodules_on_use
+
+_submodule = submodules_on_use("gemmlab.timing")
+
 
 def __getattr__(name: str) -> Any:
-    """A name ``gemmlab.timing`` held before it became this package, looked up in ``events`` on use."""
+    """A name ``gemmlab.timing`` held before it became this package (looked up in ``events``), or a submodule
+    imported on first use."""
     events = importlib.import_module("gemmlab.timing.events")
     if not name.startswith("_") and hasattr(events, name):
         return getattr(events, name)
-    raise AttributeError(f"module 'gemmlab.timing' has no attribute {name!r}")
+    return _submodule(name)

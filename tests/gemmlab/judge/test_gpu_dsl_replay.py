@@ -46,17 +46,23 @@ def test_notebook_05s_dsl_solution_is_correct_through_the_judge(student):
         assert result.passed, result
 
 
-@pytest.fixture(scope="module")
-def capstone():
-    return solution_cells.load_namespace("09_capstone", ["kernel:capstone"])
+@pytest.fixture(scope="module", params=[{}, {"CAP_FEWEST_CLUSTERS": 0, "CAP_STREAM_K": 1}],
+                ids=["as_shipped", "all_clusters_stream_k"])
+def capstone(request):
+    """The capstone as the notebook ships it (the fewest clusters, stream-K off), and as it was before
+    (every cluster that fits, stream-K on: the variant capstone_all_clusters of benchmarks/solutions.py),
+    whose stream-K branch the notebook keeps and teaches."""
+    ns = solution_cells.load_namespace("09_capstone", ["kernel:capstone"])
+    ns.update(request.param)
+    return ns
 
 
 @pytest.mark.slow
 def test_the_capstone_solution_is_correct_through_the_judge(student, capstone):
-    """TMA descriptors, 2x1 clusters, the stream-K workspace and flags (8192 x 8192 x 512: 15 waves),
+    """TMA descriptors, 2x1 clusters, the stream-K workspace and flags where it is on (8192 x 8192 x 512),
     and the padded path (copies before and after the launch)."""
     student.update(capstone)
-    assert capstone["cap_uses_stream_k"](8192, 8192)
+    assert bool(capstone["cap_uses_stream_k"](8192, 8192)) == bool(capstone["CAP_STREAM_K"])
     shapes = [(8192, 8192, 512), (8192, 8192, 512), (1000, 1001, 999), (4096, 4096, 4096), (256, 512, 128)]
     for dtype in (torch.float16, torch.bfloat16):
         result = gemmlab.check_gemm(stand_ins.Answer("capstone_gemm"), dtype=dtype, shapes=shapes, timeout_s=300)
