@@ -6,8 +6,8 @@ What the page is made of, and where each part comes from:
   the grading record (the numbers the gradebook holds), in a box of its own at the top;
 - the instructor's message for a failed test: a string of the test's visible source that the
   error names (:func:`autograder.harness.outputs.visible_messages`), never the error text itself,
-  except a missing technique's sentences (``TechniqueError``), which the judge computed itself from the
-  machine code it runs (docs/TECHNIQUES.md);
+  except a missing technique's sentences (``TechniqueError``), which the test kernel computed itself from the
+  machine code the judge runs (docs/TECHNIQUES.md);
 - what the notebook printed and drew, and the check tables, heatmaps and kernel timings gemmlab
   published there: only for tests that ran before any hidden test could reach the student's
   process (:func:`autograder.harness.outputs.reached_by_hidden_tests`). Text is escaped into
@@ -140,7 +140,7 @@ def _why(cell: CellResult, source: dict | None) -> str:
     if cell.status == "tampered":
         return TAMPERED
     if cell.status == "failed" and cell.judged and cell.ename == TECHNIQUE_ERROR:
-        # gemmlab.techniques' own sentences, computed in the judge from the machine code it runs: no student
+        # gemmlab.techniques' own sentences, computed in the test kernel from the machine code the judge runs: no student
         # Python produced them (a student's exception reaches the judge as an AnswerError), and they name what
         # the kernel lacks, which is what the student needs to hear.
         found = (cell.evalue or "").strip()
