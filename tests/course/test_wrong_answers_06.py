@@ -145,6 +145,27 @@ def test_wrong_answer_fails(exercise: str, name: str) -> None:
             run_cells(NB, cells, replace={exercise: source, test: visible_part(_solution(test))})
 
 
+#: a wrong plan with the right choose_config -> what Exercise 2 (b)'s visible test must say (it names plan, not the rule).
+WRONG_PLAN_UNDER_CHOICE = {
+    "waves rounded down": (
+        _swap("plan", "time_us=math.ceil(ctas / wave) * c", "time_us=(ctas // wave) * c"),
+        ["plan is wrong", "Fix plan (Exercise 2 (a)) first", "time_us"]),
+    "the H100's rates whatever the machine (plan's visible cases pass)": (
+        WRONG["plan", "the H100's rates whatever the machine"][0],
+        ["on another machine", "Your plan says (plan(", "if plan is right on this problem and machine"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_PLAN_UNDER_CHOICE))
+def test_a_wrong_plan_is_blamed_in_the_choice_test(name: str) -> None:
+    source, says = WRONG_PLAN_UNDER_CHOICE[name]
+    test = "test_choose_config"
+    with pytest.raises(AssertionError) as failure:
+        run_cells(NB, CHOOSE_CELLS, replace={"plan": source, test: visible_part(_solution(test))})
+    for words in says:
+        assert words in str(failure.value), str(failure.value)
+
+
 def test_the_reference_is_not_in_the_students_notebook() -> None:
     """The tests' own equation and choice live in their hidden parts: the student's notebook cannot call them."""
     import nbformat
