@@ -78,6 +78,16 @@ def test_cta_mma_fails_wrong_answers(notebook, kind) -> None:
         graded("test_cta_mma", cta_mma_params=_cta_wrong(kind))
 
 
+def test_cta_mma_names_the_rows_and_columns_a_warp_computes(notebook) -> None:
+    # The integer tile interleaves the warps' atoms: the message lists the spans, not a min..max that reads as a block.
+    _, graded = notebook
+    with pytest.raises(AssertionError) as failure:
+        graded("test_cta_mma", cta_mma_params=_cta_wrong("integer"))
+    message = str(failure.value)
+    assert "warp 0 computes rows 0-15, 32-47 and columns 0-7, 16-23, 32-39, 48-55 of C" in message, message
+    assert "not one 32x32 block" in message and "0..47" not in message, message
+
+
 # ---------------------------------------------------------------- Exercise 2: plan_cta
 
 def _right_plan(p: dict) -> dict:
