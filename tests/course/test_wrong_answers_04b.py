@@ -256,6 +256,9 @@ def test_cta_kernel_wrong_answers_fail_without_a_gpu(notebook, no_gpu, kernel: s
     assert "cta_mma_params(64, 64, 2, 2)" in message, message
     for sentence in CTA_WRONG[kernel, variant]:
         assert sentence in message, message
+    # Stores spread over the row: the message says what to change; other failures do not get that advice.
+    fix = "build the TiledMMA with the permutation layouts of Exercise 1, those of cta_mma_params(64, 64, 2, 2)"
+    assert (fix in message) == any("spread over" in s for s in CTA_WRONG[kernel, variant]), message
 
 
 @pytest.mark.slow
