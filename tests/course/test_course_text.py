@@ -87,3 +87,23 @@ def test_seed_rule_spares_code(text):
 @pytest.mark.parametrize("text", ["seed 003's bug", "Seed kernels that work", "the seeds in a run"])
 def test_seed_rule_flags_prose(text):
     assert SEED.search(text)
+
+
+#: Notebooks whose graded cells all open with their heading (the others' cells predate the rule).
+TEST_HEADINGS = ["04b_tiled_mma", "05_global_gemm", "06_pipelining", "07_hopper"]
+
+
+@pytest.mark.parametrize("assignment", TEST_HEADINGS)
+def test_graded_cells_open_with_a_test_heading_and_their_points(assignment):
+    # solutions/README.md: graded cells start with `# Test`; the heading's points are the cell's points.
+    import nbformat
+
+    for folder in ("solutions", "course"):
+        nb = nbformat.read(ROOT / folder / assignment / f"{assignment}.ipynb", as_version=4)
+        graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        assert graded
+        for cell in graded:
+            first, points = cell.source.splitlines()[0], cell.metadata["nbgrader"]["points"]
+            where = f"{folder}/{assignment}: {cell.metadata['nbgrader']['grade_id']}"
+            assert first.startswith("# Test"), f"{where} opens with {first!r}, not '# Test: ...'"
+            assert f"({points} point" in first, f"{where}: {first!r} lacks ({points} points)"

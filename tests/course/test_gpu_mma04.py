@@ -61,7 +61,9 @@ def check_warp_blocks():
     """The notebook's own check_warp_blocks, run from its cell."""
     ns: dict = {}
     exec("import numpy as np\nfrom gemmlab.checking.thread_shares import thread_shares", ns)
-    exec(cells_by_grade_id(CTA_ASSIGNMENT)["warp_shares"], ns)
+    cells = cells_by_grade_id(CTA_ASSIGNMENT)
+    exec(cells["cta_mma_checker"].split("\ndef check_cta_mma")[0], ns)      # spans, which the message uses
+    exec(cells["warp_shares"], ns)
     return ns["check_warp_blocks"]
 
 

@@ -78,6 +78,16 @@ def test_cta_mma_fails_wrong_answers(notebook, kind) -> None:
         graded("test_cta_mma", cta_mma_params=_cta_wrong(kind))
 
 
+def test_cta_mma_names_the_rows_and_columns_a_warp_computes(notebook) -> None:
+    # The integer tile interleaves the warps' atoms: the message lists the spans, not a min..max that reads as a block.
+    _, graded = notebook
+    with pytest.raises(AssertionError) as failure:
+        graded("test_cta_mma", cta_mma_params=_cta_wrong("integer"))
+    message = str(failure.value)
+    assert "warp 0 computes rows 0-15, 32-47 and columns 0-7, 16-23, 32-39, 48-55 of C" in message, message
+    assert "not one 32x32 block" in message and "0..47" not in message, message
+
+
 # ---------------------------------------------------------------- Exercise 2: plan_cta
 
 def _right_plan(p: dict) -> dict:
@@ -246,6 +256,9 @@ def test_cta_kernel_wrong_answers_fail_without_a_gpu(notebook, no_gpu, kernel: s
     assert "cta_mma_params(64, 64, 2, 2)" in message, message
     for sentence in CTA_WRONG[kernel, variant]:
         assert sentence in message, message
+    # Stores spread over the row: the message says what to change; other failures do not get that advice.
+    fix = "build the TiledMMA with the permutation layouts of Exercise 1, those of cta_mma_params(64, 64, 2, 2)"
+    assert (fix in message) == any("spread over" in s for s in CTA_WRONG[kernel, variant]), message
 
 
 @pytest.mark.slow

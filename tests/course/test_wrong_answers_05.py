@@ -181,6 +181,22 @@ def test_wrong_answer_fails(exercise: str, name: str) -> None:
             run_cells(NB, cells, replace={exercise: source, test_cell: visible_part(cells_by_grade_id(NB)[test_cell])})
 
 
+@pytest.mark.parametrize("visible", [True, False])
+def test_b_in_k_n_order_is_told_its_modes_are_n_k(visible: bool) -> None:
+    # The modes are right and only their order is wrong: the message names B's order, not "which two modes".
+    source, _ = WRONG["operand_tile", "B kept as (K, N)"]
+    cells = EXERCISES["operand_tile"]
+    replace = {"operand_tile": source}
+    if visible:
+        replace["test_operand_tile"] = visible_part(cells_by_grade_id(NB)["test_operand_tile"])
+    with pytest.raises(AssertionError) as failure:
+        run_cells(NB, cells, replace=replace)
+    message = str(failure.value)
+    for words in ("B's modes are (N, K)", "views the K × N matrix B as (N, K)", "in that order"):
+        assert words in message, message
+    assert "which two of" not in message, message
+
+
 def test_the_tile_order_is_not_printed_in_the_kernel_skeleton() -> None:
     # The kernels call tile_of / tile_of_dsl, which the student writes: the given cells must not hold it.
     cells = cells_by_grade_id(NB)

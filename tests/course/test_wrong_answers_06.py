@@ -83,6 +83,51 @@ WRONG = {
 }
 
 
+# ------------------------------------------------------------------ Exercise 1: the ring's schedule
+
+SCHEDULE_CELLS = ["setup", "schedule_checker", "pipeline_schedule", "try_schedule", "test_pipeline_schedule"]
+_NO_EMPTY_COMMITS = _swap("pipeline_schedule", """        if nxt < k_tiles:
+            ops.append(("load", nxt, nxt % stages))
+        ops.append(("commit",))""", """        if nxt < k_tiles:
+            ops.append(("load", nxt, nxt % stages))
+            ops.append(("commit",))""").replace("""        if s < k_tiles:
+            ops.append(("load", s, s))
+        ops.append(("commit",))""", """        if s < k_tiles:
+            ops.append(("load", s, s))
+            ops.append(("commit",))""")
+
+#: name -> (the wrong schedule, what the visible test's message must say, what it must not say)
+WRONG_SCHEDULES = {
+    "no empty commits (the last tiles' groups stay pending)": (
+        _NO_EMPTY_COMMITS, ["tile 7 is not known complete", "committed and waited on",
+                            "wait_group n leaves the newest n groups pending",
+                            "commit a (possibly empty) group in every iteration (section 2, step 2)"], "it needs a commit"),
+    "a wait one too loose (empty commits kept)": (
+        _swap("pipeline_schedule", 'ops.append(("wait", stages - 2))', 'ops.append(("wait", stages - 1))'),
+        ["tile 0 is not known complete", "it needs a commit, then a wait_group that covers its group"],
+        "possibly empty"),
+}
+
+
+def test_the_schedule_solution_passes() -> None:
+    run_cells(NB, SCHEDULE_CELLS)
+
+
+@pytest.mark.parametrize("visible", [True, False])
+@pytest.mark.parametrize("name", sorted(WRONG_SCHEDULES))
+def test_a_wrong_schedule_fails_with_its_cause(name: str, visible: bool) -> None:
+    source, says, not_said = WRONG_SCHEDULES[name]
+    replace = {"pipeline_schedule": source}
+    if visible:
+        replace["test_pipeline_schedule"] = visible_part(_solution("test_pipeline_schedule"))
+    with pytest.raises(AssertionError) as failure:
+        run_cells(NB, SCHEDULE_CELLS, replace=replace)
+    message = str(failure.value)
+    for words in says:
+        assert words in message, message
+    assert not_said not in message, message
+
+
 @pytest.mark.parametrize("exercise", ["plan", "choose_config"])
 def test_solution_passes_its_tests(exercise: str) -> None:
     run_cells(NB, PLAN_CELLS if exercise == "plan" else CHOOSE_CELLS)
@@ -98,6 +143,27 @@ def test_wrong_answer_fails(exercise: str, name: str) -> None:
     if visible_too:
         with pytest.raises(AssertionError):
             run_cells(NB, cells, replace={exercise: source, test: visible_part(_solution(test))})
+
+
+#: a wrong plan with the right choose_config -> what Exercise 2 (b)'s visible test must say (it names plan, not the rule).
+WRONG_PLAN_UNDER_CHOICE = {
+    "waves rounded down": (
+        _swap("plan", "time_us=math.ceil(ctas / wave) * c", "time_us=(ctas // wave) * c"),
+        ["plan is wrong", "Fix plan (Exercise 2 (a)) first", "time_us"]),
+    "the H100's rates whatever the machine (plan's visible cases pass)": (
+        WRONG["plan", "the H100's rates whatever the machine"][0],
+        ["on another machine", "Your plan says (plan(", "if plan is right on this problem and machine"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_PLAN_UNDER_CHOICE))
+def test_a_wrong_plan_is_blamed_in_the_choice_test(name: str) -> None:
+    source, says = WRONG_PLAN_UNDER_CHOICE[name]
+    test = "test_choose_config"
+    with pytest.raises(AssertionError) as failure:
+        run_cells(NB, CHOOSE_CELLS, replace={"plan": source, test: visible_part(_solution(test))})
+    for words in says:
+        assert words in str(failure.value), str(failure.value)
 
 
 def test_the_reference_is_not_in_the_students_notebook() -> None:

@@ -494,3 +494,29 @@ def test_the_release_fails_the_blackwell_tests() -> None:
                                                      "hopper_bw_grid")}
     tests = ("test_bw_tile", "test_bw_grid", "test_bw_kloop", "test_bw_tmem")
     assert _blackwell_fails(replace, tests) == list(tests)
+
+
+# ------------------------------------------------------------------ what the machine code cannot see, said in the prose
+
+#: why -> (answer cell, [(text of the solution, replacement)], the words of the exercise's text that say the CPU part
+#: cannot see it). Both are bugs a GPU run shows (a deadlock; a race), not the machine code.
+UNSEEN = {
+    "Ex 4: the producer's parity frozen (the ^ 1 forgotten)": (
+        "hopper_pipelined", [("    parity = ((t // PIPE_STAGES) % 2) ^ 1", "    parity = (t // PIPE_STAGES) % 2")],
+        "md_12", ["**cannot see** is the parity of the producer's wait", "Exercise 3's simulator", "not a proof"]),
+    "Ex 6: the current slot released": (
+        "hopper_ws", [("                if kt > 0:\n                    pipe.consumer_release(release)\n"
+                       "                    release.advance()\n",
+                       "                pipe.consumer_release(release)\n                release.advance()\n")],
+        "md_20", ["**cannot see** is which slot an arrive releases", "the current slot", "not a proof"]),
+}
+
+
+@pytest.mark.parametrize("why", UNSEEN)
+def test_bugs_the_machine_code_cannot_see_pass_it_and_the_notebook_says_so(why: str) -> None:
+    grade_id, edits, text_id, words = UNSEEN[why]
+    ns = hopper07.hopper_namespace({grade_id: _hopper_edit(grade_id, edits)}, (grade_id,))
+    hopper07.run(ns, [HOPPER_TESTS[grade_id]])          # no GPU here: only the machine-code part runs, and passes
+    text = " ".join(hopper07.cells()[text_id].split())
+    for phrase in words:
+        assert phrase in text, f"{text_id} does not say {phrase!r}"
