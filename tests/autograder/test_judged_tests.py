@@ -143,7 +143,7 @@ def _graded_with_cheats(monkeypatch, assignment: str, wrong: tuple[str, str, str
     from tests.support import grading_fixtures as gf
     from tests.support.course_gradings import CPP_KERNELS_04, compile_for_the_grader
 
-    compile_for_the_grader("04_mma", CPP_KERNELS_04)      # the judge's C++ builds then read them (the run's cache)
+    compile_for_the_grader(assignment, CPP_KERNELS_04[assignment])   # the judge's C++ builds read them (run's cache)
     monkeypatch.setattr(runner, "missing_gpu", lambda gpu: "")
     monkeypatch.setattr(runner, "gpu_arch", lambda gpu: "sm_90")
     name, source, release = gf.course_parts(assignment)

@@ -65,9 +65,10 @@ def _grade_on_hopper() -> dict:
         return runner.grade_submission(job).to_dict()
 
 
-#: Notebook 04's C++ kernels as its build cells compile them: (cell tag, source variable, kernel name).
-CPP_KERNELS_04 = (("kernel:mma04_simt_cpp", "SIMT_CPP", "simt_tile"), ("kernel:mma04_tile_cpp", "MMA_TILE_CPP", "mma_tile"),
-                  ("kernel:mma04_cta_cpp", "CTA_CPP", "cta_gemm"))
+#: The C++ kernels of 04 and 04b by notebook: (cell tag, variable, kernel name).
+CPP_KERNELS_04 = {"04_mma": (("kernel:mma04_simt_cpp", "SIMT_CPP", "simt_tile"),
+                             ("kernel:mma04_tile_cpp", "MMA_TILE_CPP", "mma_tile")),
+                  "04b_tiled_mma": (("kernel:mma04_cta_cpp", "CTA_CPP", "cta_gemm"),)}
 
 
 def compile_for_the_grader(assignment: str, kernels: tuple[tuple[str, str, str], ...]) -> None:
