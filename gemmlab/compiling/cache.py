@@ -90,22 +90,27 @@ def claim(kind: str, key: str, wait_s: float) -> Iterator[None]:
     ``wait_s``) until the first has stored it, then reads it instead of making it again (two notebooks, or
     two test workers, compiling the same kernel at once). Past the wait, or where the cache cannot hold a
     lock file (read-only), it goes on without the claim: a claim only saves work, it never blocks it."""
+    lock = _path(kind, key).with_name(f".claim-{key}")
     try:
-        handle = open(_path(kind, key).with_name(f".claim-{key}"), "w")
+        handle = open(lock, "w")
     except OSError:
         yield
         return
     with handle:
-        deadline = time.monotonic() + wait_s
-        while True:
+        deadline, held = time.monotonic() + wait_s, False
+        while not held:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                held = True
             except OSError:
                 if time.monotonic() >= deadline:
                     break
                 time.sleep(0.1)
-        yield            # the lock, if taken, goes with the file
+        try:
+            yield
+        finally:
+            if held:     # no lock file stays beside the entry; a waiter on this file reads the stored entry
+                lock.unlink(missing_ok=True)
 
 
 def load_json(kind: str, key: str) -> dict | None:

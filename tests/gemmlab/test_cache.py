@@ -113,6 +113,7 @@ def test_a_second_claim_waits_for_the_first_to_store_the_entry(private_cache: Pa
     child.communicate("store\n", timeout=60)
     waiter.join(60)
     assert got == [b"made by the first"]
+    assert not list(private_cache.rglob(".claim-*")), "a claim left its lock file beside the entry"
 
 
 def test_a_claim_held_too_long_is_given_up_not_waited_for_forever(private_cache: Path) -> None:
