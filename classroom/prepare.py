@@ -19,6 +19,9 @@ from .settings import ClassDir, ClassSettings
 
 REPO = Path(__file__).resolve().parent.parent
 COURSE_CONFIG = REPO / "autograder" / "nbgrader_config.py"
+#: What a student's sandbox sees of the grader: the course's nbgrader settings (Validate) and the metadata
+#: vocabulary they import (standard library only). Nothing else of autograder/ is visible to a student.
+COURSE_CONFIG_FILES = (COURSE_CONFIG, REPO / "autograder" / "cell_metadata.py")
 #: The nbgrader lab plugin students do not get (the formgrader's server extension is off for them too; their
 #: sandbox has no gradebook anyway).
 INSTRUCTOR_ONLY_PLUGINS = ("@jupyter/nbgrader:create-assignment",)
@@ -114,5 +117,5 @@ def write_instructor_config(where: ClassDir, settings: ClassSettings) -> Path:
     return folder
 
 
-__all__ = ["COURSE_CONFIG", "INSTRUCTOR_ONLY_PLUGINS", "REPO", "prepare_class", "prepare_user", "students_uid",
+__all__ = ["COURSE_CONFIG", "COURSE_CONFIG_FILES", "INSTRUCTOR_ONLY_PLUGINS", "REPO", "prepare_class", "prepare_user", "students_uid",
            "write_instructor_config", "write_student_config"]

@@ -26,7 +26,7 @@ from traitlets import Unicode
 
 from autograder.harness.sandbox import GEMMLAB_DIR
 
-from .prepare import COURSE_CONFIG, prepare_user
+from .prepare import COURSE_CONFIG_FILES, prepare_user
 from .sandbox import StudentBox, bwrap_command
 from .settings import ClassDir, ClassSettings
 
@@ -91,7 +91,7 @@ class ClassSpawner(LocalProcessSpawner):
                              ro={str(where.outbound): str(where.outbound),
                                  str(where.exchange_feedback): str(where.feedback(self.user.name)),
                                  str(where.config / "student"): str(where.config / "student"),
-                                 str(COURSE_CONFIG): str(COURSE_CONFIG)},
+                                 **{str(f): str(f) for f in COURSE_CONFIG_FILES}},
                              tmp_bytes=(settings.student_memory_mb << 20) // 2,
                              open_dirs=[str(where.exchange), str(where.exchange / settings.course_id)])
             command = bwrap_command(box, command)
