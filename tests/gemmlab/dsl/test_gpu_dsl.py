@@ -147,14 +147,16 @@ def test_launch_over_the_shared_memory_limit_raises_and_leaves_output_alone() ->
     assert torch.allclose(D.float(), A.float() @ B.float().T, rtol=2e-2, atol=2e-1)
 
 
-def test_rerun_is_cheap_and_sass_is_available() -> None:
+def test_rerun_is_cached_and_sass_is_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmlab.dsl.env import load
+
     A = torch.randn(256, 128, device="cuda", dtype=torch.float16)
     B = torch.randn(192, 128, device="cuda", dtype=torch.float16)
     D = torch.empty(256, 192, device="cuda", dtype=torch.float16)
     dsl.compile(simple_gemm.gemm, A, B, D)
-    start = time.perf_counter()
+    monkeypatch.setattr(load()[1], "compile", lambda *a, **k: pytest.fail("compiled again on a cache hit"))
     k = dsl.compile(simple_gemm.gemm, A, B, D)
-    assert time.perf_counter() - start <= 0.05 and k.cached
+    assert k.cached
     start = time.perf_counter()
     for _ in range(10):
         k(A, B, D)

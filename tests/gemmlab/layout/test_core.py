@@ -1,7 +1,6 @@
 """Unit tests of gemmlab.layout's own pieces: tensors, slicing, swizzles, numpy evaluation, errors."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pycute
@@ -108,12 +107,11 @@ def test_get_flat_coord_like_cute():
     assert L.get_flat_coord(L.make_layout(((4, 8), 2)), 37) == (5, 1)
 
 
-def test_tv_table_is_fast_for_128x128_and_exact():
+def test_tv_table_is_exact_for_128x128():
+    """(Its speed, which the pictures need: benchmarks/layout_speed.py.)"""
     mma = L.make_tiled_mma("SM80_16x8x16_F32F16F16F32_TN", (2, 2, 1), (128, 128, 16))
     assert mma.tile_mnk == (128, 128, 16)
-    t0 = time.process_time()          # CPU seconds: a busy machine's waits do not count
     thr, val = L.tv_to_tile_table(mma.tv_c, (128, 128))
-    assert time.process_time() - t0 < 0.5
     assert (thr >= 0).all() and thr.max() == 127
     tv = L.layout_to_array(mma.tv_c)
     assert all(tv[thr[m, n], val[m, n]] == m + 128 * n for m, n in [(0, 0), (77, 3), (127, 127), (5, 100)])
