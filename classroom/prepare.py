@@ -117,5 +117,5 @@ def write_instructor_config(where: ClassDir, settings: ClassSettings) -> Path:
     return folder
 
 
-__all__ = ["COURSE_CONFIG", "COURSE_CONFIG_FILES", "INSTRUCTOR_ONLY_PLUGINS", "REPO", "prepare_class", "prepare_user", "students_uid",
-           "write_instructor_config", "write_student_config"]
+__all__ = ["COURSE_CONFIG", "COURSE_CONFIG_FILES", "INSTRUCTOR_ONLY_PLUGINS", "REPO", "prepare_class", "prepare_user",
+           "students_uid", "write_instructor_config", "write_student_config"]
