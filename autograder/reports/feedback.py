@@ -140,9 +140,9 @@ def _why(cell: CellResult, source: dict | None) -> str:
     if cell.status == "tampered":
         return TAMPERED
     if cell.status == "failed" and cell.judged and cell.ename == TECHNIQUE_ERROR:
-        # gemmlab.techniques' own sentences, computed in the test kernel from the machine code the judge runs: no student
-        # Python produced them (a student's exception reaches the judge as an AnswerError), and they name what
-        # the kernel lacks, which is what the student needs to hear.
+        # gemmlab.techniques' own sentences, computed in the test kernel from the machine code the judge runs: no
+        # student Python produced them (a student's exception reaches the judge as an AnswerError), and they name
+        # what the kernel lacks, which is what the student needs to hear.
         found = (cell.evalue or "").strip()
         return f"{FAILED}: {found[:MAX_TECHNIQUE_CHARS]}" if found else FAILED
     if cell.status == "failed" and source is not None:

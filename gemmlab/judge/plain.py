@@ -1,11 +1,12 @@
 """Plain data across the boundary between a student's notebook and the judge: encode there, decode here.
 
-Why: the test kernel (the grading kernel that runs the instructor's tests; docs/DESIGN.md, "Judge") and the
-judge process must never hold an object a student made. Whatever crosses is rebuilt from JSON by :func:`decode` into the judge's own types: numbers,
-strings, ``None``, booleans, tuples, lists, sets and dicts of them, numpy arrays, and gemmlab layouts and
-swizzles. An always-equal object, a subclass with a patched ``__eq__`` or a lazy proxy cannot be
-expressed: :func:`encode` refuses it with a message saying what was returned instead, and
-:func:`decode` accepts only the shapes written here, within size and depth limits.
+Why: the test kernel (the grading kernel that runs the instructor's tests; docs/DESIGN.md, "Judge") and
+the judge process must never hold an object a student made. Whatever crosses is rebuilt from JSON by
+:func:`decode` into the judge's own types: numbers, strings, ``None``, booleans, tuples, lists, sets and
+dicts of them, numpy arrays, and gemmlab layouts and swizzles. An always-equal object, a subclass with a
+patched ``__eq__`` or a lazy proxy cannot be expressed: :func:`encode` refuses it with a message saying
+what was returned instead, and :func:`decode` accepts only the shapes written here, within size and depth
+limits.
 """
 from __future__ import annotations
 

@@ -67,8 +67,8 @@ class Prediction:
 class SharedRow:
     """Shared-memory instructions of one kind (loads or stores): how many, their wavefronts and bank conflicts.
 
-    ``conflicts`` is Nsight Compute's count of wavefronts beyond the ideal (its l1tex shared-memory metrics), so the ideal is
-    ``wavefronts - conflicts``."""
+    ``conflicts`` is Nsight Compute's count of wavefronts beyond the ideal (its l1tex shared-memory metrics), so
+    the ideal is ``wavefronts - conflicts``."""
 
     kind: str
     instructions: float | None
