@@ -17,6 +17,7 @@ from gemmlab.errors import CompileError, LaunchError, NoGPUError
 from tests.dsl_kernels import planted_gemm, simple_gemm
 
 from tests.support import DSL_KERNELS as KERNELS
+from tests.support.dsl_cache import refuse_dsl_compiles
 
 
 def tn(m: int, n: int, k: int, dtype=torch.float16, out=torch.float16):
@@ -64,27 +65,17 @@ def test_planted_kernels_compile(fn) -> None:
 # ----------------------------------------------------------------- caching
 
 
-def _compiles_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From here on, a call that would compile fails the test: a cache hit must not reach the DSL's compiler."""
-    from gemmlab.dsl.env import load
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("compiled again where the cache should have answered")
-
-    monkeypatch.setattr(load()[1], "compile", refuse)
-
-
 def test_unchanged_function_is_a_cache_hit(monkeypatch: pytest.MonkeyPatch) -> None:
     args = tn(128, 128, 64)
     dsl.compile(simple_gemm.gemm, *args, arch="sm_80")
-    _compiles_refused(monkeypatch)
+    refuse_dsl_compiles(monkeypatch)
     k = dsl.compile(simple_gemm.gemm, *args, arch="sm_80")
     assert k.cached
 
 
 def test_new_shape_same_signature_does_not_recompile(monkeypatch: pytest.MonkeyPatch) -> None:
     dsl.compile(simple_gemm.gemm, *tn(128, 128, 64), arch="sm_80")
-    _compiles_refused(monkeypatch)
+    refuse_dsl_compiles(monkeypatch)
     for shape in [(256, 64, 128), (1, 8, 8), (4096, 16, 1024)]:
         k = dsl.compile(simple_gemm.gemm, *tn(*shape), arch="sm_80")
         assert k.cached, shape
@@ -374,7 +365,7 @@ def test_info_reports_targets(monkeypatch: pytest.MonkeyPatch) -> None:
     assert report["version"] == "4.8.1" and report["importable"] and report["can_compile"]
     assert set(report["targets"]) == {"sm_80", "sm_90a", "sm_100a"}
     assert all(t["ok"] for t in report["targets"].values()), report
-    _compiles_refused(monkeypatch)     # cached: cheap enough for every doctor run
+    refuse_dsl_compiles(monkeypatch)     # cached: cheap enough for every doctor run
     assert dsl.info() == report
 
 

@@ -15,6 +15,7 @@ import gemmlab.dsl as dsl
 from gemmlab.dsl import core
 from gemmlab.errors import LaunchError
 from tests.dsl_kernels import planted_gemm, simple_gemm, streamless_gemm
+from tests.support.dsl_cache import refuse_dsl_compiles
 
 pytestmark = pytest.mark.gpu
 
@@ -148,13 +149,11 @@ def test_launch_over_the_shared_memory_limit_raises_and_leaves_output_alone() ->
 
 
 def test_rerun_is_cached_and_sass_is_available(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmlab.dsl.env import load
-
     A = torch.randn(256, 128, device="cuda", dtype=torch.float16)
     B = torch.randn(192, 128, device="cuda", dtype=torch.float16)
     D = torch.empty(256, 192, device="cuda", dtype=torch.float16)
     dsl.compile(simple_gemm.gemm, A, B, D)
-    monkeypatch.setattr(load()[1], "compile", lambda *a, **k: pytest.fail("compiled again on a cache hit"))
+    refuse_dsl_compiles(monkeypatch)
     k = dsl.compile(simple_gemm.gemm, A, B, D)
     assert k.cached
     start = time.perf_counter()
