@@ -87,7 +87,7 @@ def test_tiled_mma_every_element_has_an_owner(atoms):
 
 def test_big_tv_picture_is_one_image_and_unlabelled():
     """Why a 128x128 tile draws at once: one image of the whole tile, no artist per element (16,384 labels or
-    patches would take minutes)."""
+    patches would make it slow; its speed: benchmarks/layout_speed.py)."""
     tv = pycute.Layout((128, 128), (1, 128))
     fig = draw.tv_layout(tv, (128, 128))
     assert _png(fig)

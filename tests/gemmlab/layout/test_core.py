@@ -1,7 +1,6 @@
 """Unit tests of gemmlab.layout's own pieces: tensors, slicing, swizzles, numpy evaluation, errors."""
 from __future__ import annotations
 
-
 import numpy as np
 import pycute
 import pytest
