@@ -13,8 +13,10 @@ from tests.support.busy import one_core
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux's /proc")
 
+#: Each of the eight writes its line with one write(2) (atomic on a pipe): print() may write "go" and its newline
+#: apart, and two processes' lines then interleave ("gogo").
 FORK_SPINNERS = ("import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nfor _ in range(7):\n"
-                 "    if os.fork() == 0:\n        break\nprint('go', flush=True)\nwhile True:\n    pass\n")
+                 "    if os.fork() == 0:\n        break\nos.write(1, b'go\\n')\nwhile True:\n    pass\n")
 
 
 def test_spinners_that_keep_each_other_waiting_are_stopped_by_their_cpu() -> None:
