@@ -298,7 +298,7 @@ def graded_class(tmp_path_factory) -> dict:
         (handins / student / A).mkdir(parents=True)
         (handins / student / A / name).write_text(text)
     proc = _cli("--course", str(root), "grade", A, "--from", str(handins), "--workers", "2", "--cell-timeout", "40",
-                "--answer-cell-timeout", "20", "--out", str(tmp_path / "grades.csv"))
+                "--answer-cell-timeout", "8", "--out", str(tmp_path / "grades.csv"))
     results = {p.parent.name: json.loads(p.read_text()) for p in (root / "autograder" / "results" / A).glob("*/*.json")}
     return {"proc": proc, "results": results, "root": root, "tmp": tmp_path, "name": name, "source": source,
             "solved": solved, "files": files}
@@ -338,7 +338,7 @@ def test_no_hand_in_breaks_the_run_and_every_report_tells_the_truth(graded_class
     assert any("nbformat 5" in e for e in results["nbformat5"]["events"])
     hang = next(e for e in results["added_cell_hangs"]["events"] if "time limit" in e)
     added = gf.answer_index(solved) + 2
-    assert f"{name}, your cell {added}:" in hang and "time limit of 20 s" in hang, hang   # the student's own cell's limit
+    assert f"{name}, your cell {added}:" in hang and "time limit of 8 s" in hang, hang   # the student's own cell's limit
     for student in files:
         assert (root / "autograder" / "feedback" / student / A / "feedback.html").exists(), student
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}

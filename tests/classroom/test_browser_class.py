@@ -2,17 +2,21 @@
 Playwright in Debian's headless Chromium (tests/support/browser.py; Playwright's own browsers are never used).
 
 The instructor releases 02 (``python -m classroom release``, as the README's class section runs it) and sees it
-in the formgrader; three students log in through the Hub's login page, fetch 02 from the Assignments tab, type
-their answer (honest, wrong, hostile) and submit it; the hostile one also probes the class from a notebook and
-forges a hand-in named for a classmate; a student without a GPU checks a kernel on the pool from a notebook with
-no token set; the instructor grades (``python -m classroom grade``: collect, autograde with the judge, feedback,
-exports) and sees the three scores in the formgrader; each student fetches their feedback; the Canvas and
-Moodle files hold the three grades. The pool runs the fake judge here (no GPU); the GPU run is
-``pytest -m gpu tests/pool/test_notebook_through_pool.py``. Screenshots of every step go to
-``$GEMMLAB_ARTIFACTS/class`` (default ``test-artifacts/class``).
+in the formgrader; two students log in through the Hub's login page, fetch 02 from the Assignments tab, type
+their answer (honest, hostile) and submit it; the hostile one also probes the class from a notebook and forges a
+hand-in named for a classmate; the third (wrong) works from his server's command line instead, with the nbgrader
+commands behind the Assignments tab (fetch_assignment, submit, fetch_feedback); a student without a GPU checks a
+kernel on the pool from a notebook with no token set; the instructor grades (``python -m classroom grade``:
+collect, autograde with the judge, feedback, exports) and sees the three scores in the formgrader; each student
+fetches their feedback, which holds their score; the Canvas and Moodle files hold the three grades. Without a
+GPU, 02's two GPU tests are "not graded" (5 of its 8 points) and ``grade`` exits 1 saying so. The pool runs the
+fake judge here (no GPU); the GPU run is ``pytest -m gpu tests/pool/test_notebook_through_pool.py``. Where no
+browser test can run, tests/classroom/test_exchange.py takes the same class through the command line alone.
+Screenshots of every step go to ``$GEMMLAB_ARTIFACTS/class`` (default ``test-artifacts/class``).
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import csv
 import io
@@ -25,14 +29,17 @@ from typing import Iterator
 
 import pytest
 
-from tests.classroom.running import RunningClass, class_env, require_class_tools, running_class
-from tests.classroom.work import ASSIGNMENT, CHECK, FORGE, HOSTILE, NOTEBOOK, answer
+from tests.classroom.running import HubUser, RunningClass, class_env, require_class_tools, running_class
+from tests.classroom.work import ASSIGNMENT, CHECK, FORGE, HOSTILE, NOTEBOOK, answer, edit, nbgrader
 from tests.support import ROOT
 from tests.support.browser import artifacts, require_browser
 
 pytest.importorskip("jupyterhub", reason="the `class` extra: pip install -e '.[class]'")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 STUDENTS = {"alice": "honest", "bob": "wrong", "carol": "hostile"}
+#: Works from the command line in his own server (nbgrader's commands), not in the browser.
+ON_THE_COMMAND_LINE = "bob"
+SCORES = {"alice": "3", "bob": "0", "carol": "0"}
 UI_MS = 120_000
 RUN_MS = 400_000
 
@@ -80,6 +87,12 @@ class Step:
         except BaseException:
             self.shot(page, f"{name}-FAILED")
             raise
+
+
+def _on_the_command_line(user: HubUser, code: str) -> dict[str, str]:
+    """``user.run(code)`` in a thread of its own: Playwright's sync API keeps an event loop running in this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(user.run, code).result()
 
 
 def _classroom(*args: str) -> str:
@@ -176,7 +189,14 @@ def test_a_class_in_the_browser(klass: RunningClass, browser, shots: Path) -> No
         step.shot(teacher, "instructor-formgrader-released")
 
     pages = {}
+    by_hand = klass.login(ON_THE_COMMAND_LINE)
+    by_hand.start_server()
+    out = _on_the_command_line(by_hand, nbgrader("fetch_assignment", ASSIGNMENT) + edit(STUDENTS[ON_THE_COMMAND_LINE])
+                               + nbgrader("submit", ASSIGNMENT))
+    assert out["stdout"].count("exit 0") == 2 and "edited" in out["stdout"], out
     for name, kind in STUDENTS.items():
+        if name == ON_THE_COMMAND_LINE:
+            continue
         ctx, page = _login(browser, klass, name)
         pages[name] = (ctx, page)
         with step.failing(page, f"{name}-work"):
@@ -211,6 +231,7 @@ def test_a_class_in_the_browser(klass: RunningClass, browser, shots: Path) -> No
                 out = _new_notebook_runs(page, FORGE.format(exchange=str(klass.root / "exchange")), "forged")
                 step.shot(page, f"{name}-forges-a-hand-in")
                 assert "forged" in out, out
+                assert "bob+" not in out.replace(f"bob+{ASSIGNMENT}+2099", ""), "she sees only her own hand-ins"
 
     alice = pages["alice"][1]
     with step.failing(alice, "alice-pool"):
@@ -225,6 +246,7 @@ def test_a_class_in_the_browser(klass: RunningClass, browser, shots: Path) -> No
     timings["grade (collect, autograde 3, feedback, export)"] = time.monotonic() - t
     assert "collected 3 hand-in(s)" in said and "feedback for 3 student(s)" in said, said
     assert "names 'bob'; it is carol's" in said, said
+    assert said.startswith("exit 1") and "need a GPU" in said, said       # 02's GPU tests, on a CPU
     with step.failing(teacher, "instructor-grades"):
         teacher.reload()
         _lab_ready(teacher)
@@ -239,7 +261,9 @@ def test_a_class_in_the_browser(klass: RunningClass, browser, shots: Path) -> No
         scores = sorted(s.strip() for s in frame.locator("td.score").all_inner_texts())
         assert scores == ["0 / 8", "0 / 8", "3 / 8"], scores
 
-    for name in STUDENTS:
+    out = _on_the_command_line(by_hand, nbgrader("fetch_feedback", ASSIGNMENT))
+    assert "exit 0" in out["stdout"] and "Fetched feedback" in out["stdout"], out
+    for name in pages:
         page = pages[name][1]
         with step.failing(page, f"{name}-feedback"):
             _assignments(page)
@@ -262,11 +286,17 @@ def test_a_class_in_the_browser(klass: RunningClass, browser, shots: Path) -> No
             page.wait_for_timeout(2000)
             step.shot(page, f"{name}-feedback-report")
 
+    for name in STUDENTS:     # each student's report, fetched into their home, holds their own score
+        (html,) = (klass.root / "home" / name / ASSIGNMENT / "feedback").glob("*/*.html")
+        report = html.read_text()
+        assert name in report or ASSIGNMENT in report
+        score = SCORES[name]
+        assert f"{score} / 8" in report.replace("  ", " ") or f"{score}/8" in report, (name, report[:2000])
     canvas = list(csv.DictReader(io.StringIO((klass.root / "grades" / "canvas.csv").read_text())))
-    assert {r["SIS Login ID"]: r[ASSIGNMENT] for r in canvas[1:]} == {"alice": "3", "bob": "0", "carol": "0"}
+    assert canvas[0][ASSIGNMENT] == "8"                                     # the points possible
+    assert {r["SIS Login ID"]: r[ASSIGNMENT] for r in canvas[1:]} == SCORES
     moodle = list(csv.DictReader(io.StringIO((klass.root / "grades" / "moodle.csv").read_text())))
-    assert {r["Username"]: r[f"Assignment: {ASSIGNMENT} (Real)"] for r in moodle} == {"alice": "3", "bob": "0",
-                                                                                       "carol": "0"}
+    assert {r["Username"]: r[f"Assignment: {ASSIGNMENT} (Real)"] for r in moodle} == SCORES
     (shots / "timings.txt").write_text("".join(f"{k}: {v:.1f} s\n" for k, v in timings.items()))
     print("\n".join(f"{k}: {v:.1f} s" for k, v in timings.items()))
     for ctx, _ in [*pages.values(), (teacher_ctx, teacher)]:

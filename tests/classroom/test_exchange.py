@@ -5,6 +5,10 @@ forges a hand-in named for a classmate); the instructor releases and grades with
 classroom``; each student fetches their own feedback; Canvas's and Moodle's files hold the grades.
 Without a GPU, 02's two GPU tests are "not graded" (5 of its 8 points) and ``grade`` exits 1 saying so;
 the 3 points of its layout exercise are graded here.
+
+Where a browser test runs (CI included), tests/classroom/test_browser_class.py takes this same class, with
+every check here, one student working through these same commands and two in JupyterLab: a class costs a Hub,
+four servers and a grading, so it runs once. Here it runs only where no browser test can.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import pytest
 from tests.classroom.running import class_env, require_class_tools, running_class
 from tests.classroom.work import ASSIGNMENT, FORGE, edit, nbgrader
 from tests.support import ROOT
+from tests.support.browser import browser_tests_run
 
 pytest.importorskip("jupyterhub", reason="the `class` extra: pip install -e '.[class]'")
 pytestmark = [pytest.mark.slow]
@@ -31,6 +36,8 @@ def _classroom(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_release_fetch_submit_collect_grade_feedback_export(tmp_path: Path) -> None:
+    if browser_tests_run():
+        pytest.skip("tests/classroom/test_browser_class.py takes this class here, one student on the command line")
     require_class_tools()
     root = tmp_path / "class"
     with running_class(root, list(KINDS), ["teacher"]) as klass:

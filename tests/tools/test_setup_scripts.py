@@ -131,7 +131,8 @@ def test_setup_installs_on_a_clean_clone_and_is_quiet_and_pip_free_the_second_ti
     assert "PIP install --quiet torch==2.13.0" in calls                      # no GPU: the CPU build
     assert "PIP install --quiet -e .[test,grade,class]" in calls
     # the slow-to-import IRI checker goes after the install that brought it (every notebook reader paid for it)
-    assert calls.index("PIP uninstall --quiet -y rfc3987-syntax") > calls.index("PIP install --quiet -e .[test,grade,class]")
+    installed = calls.index("PIP install --quiet -e .[test,grade,class]")
+    assert calls.index("PIP uninstall --quiet -y rfc3987-syntax") > installed
     assert "gemmlab is installed in .venv (0.1.0)." in first.stdout
     assert "careful with folders" not in first.stdout + first.stderr       # pip's chatter stays in the log
     assert "careful with folders" in (repo / ".venv" / "setup.log").read_text()
