@@ -71,17 +71,25 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-#: The test files that take longest, longest first (seconds in one process on the 2-core machine,
-#: 2026-12-07: test_release 750, test_grading 300, test_outcomes 240, test_pipelining 180,
-#: test_grading_scale 150, test_global_gemm 150, test_judged_tests 110, test_browser 40-110). pytest-xdist
-#: hands files out in collection order, as each worker asks; with these first, the workers end together
-#: instead of one running a long file alone at the end (by default xdist puts files with many tests first,
-#: which left the grading-scale and browser tests for last).
+#: The test files that take longest, longest first (seconds in one process of a clean-clone run on the 2-core
+#: machine, 2026-12-07, --durations=0: test_release 400, test_grading 250, test_outcomes 160, test_wrong_answers_05
+#: 145, test_browser_class 145, test_grading_scale 120, test_judged_tests 90, test_judged_techniques 90, then 30-70
+#: each). pytest-xdist hands files out in collection order, as each worker asks; with these first, the workers end
+#: together instead of one running a long file alone at the end (by default xdist puts files with many tests
+#: first, which left the grading-scale and browser tests for last; a run that listed fewer files spent its last
+#: minute and a half on one or two of them, the cores a third idle).
 LONGEST_FIRST = (
     "tests/tools/test_release.py", "tests/autograder/test_grading.py", "tests/autograder/test_outcomes.py",
-    "tests/course/test_pipelining.py", "tests/benchmarks/test_grading_scale.py", "tests/course/test_global_gemm.py",
-    "tests/autograder/test_judged_tests.py", "tests/course/test_browser.py", "tests/course/test_mma04.py",
-    "tests/course/test_hopper.py", "tests/gemmlab/test_compiler.py", "tests/pool/test_ray.py",
+    "tests/course/test_wrong_answers_05.py", "tests/classroom/test_browser_class.py",
+    "tests/benchmarks/test_grading_scale.py", "tests/autograder/test_judged_tests.py",
+    "tests/autograder/test_judged_techniques.py", "tests/course/test_copy_through_shared_02.py",
+    "tests/autograder/test_judged_07.py", "tests/course/test_browser.py", "tests/course/test_wrong_answers_04b.py",
+    "tests/course/test_wrong_answers_07.py", "tests/course/test_wrong_answers_08.py",
+    "tests/autograder/test_under_load.py", "tests/course/test_techniques_06.py",
+    "tests/course/test_wrong_answers_04.py", "tests/autograder/test_kernel_limits.py",
+    "tests/course/test_pipelining.py",
+    "tests/gemmlab/test_compiler.py", "tests/course/test_global_gemm.py", "tests/course/test_mma04.py",
+    "tests/course/test_hopper.py", "tests/pool/test_ray.py",
 )
 
 
