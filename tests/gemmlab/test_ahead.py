@@ -4,13 +4,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
 import pytest
 
 import gemmlab
-from gemmlab.compiling import ahead, compiler
+from gemmlab.compiling import ahead, compiler, worker
 from gemmlab.compiling import store
 from gemmlab.compiling.job import CompileJob
 
@@ -84,17 +85,33 @@ def test_background_compiles_stop_when_python_exits(tmp_path) -> None:
 
 
 def test_a_rerun_of_the_same_group_drops_builds_not_started(monkeypatch) -> None:
+    """One slot: the first old build holds it (held there until the cell has run again, so a busy machine cannot
+    finish old builds before the re-run, as it once did), the other three wait for it and are dropped."""
     monkeypatch.setenv("GEMMLAB_COMPILE_JOBS", "1")
     src = SRC + f"// {uuid.uuid4()}\n"      # none of these builds is in the run's shared cache already
+    real_run, started = worker.run, []
+    running, rerun = threading.Event(), threading.Event()
+
+    def held_until_the_rerun(job, timeout=None):
+        started.append(job.name)
+        running.set()
+        rerun.wait(120)
+        return real_run(job, timeout)
+
+    monkeypatch.setattr(worker, "run", held_until_the_rerun)
     old = [(f"fill<{i}>", ["-DEXTRA=1"]) for i in range(4)]
     assert gemmlab.compile_ahead(src, old, arch="sm_90a", group="cell") == 4
+    assert running.wait(120), "no background compile started"
     assert gemmlab.compile_ahead(src, [("fill<9>", ["-DEXTRA=1"])], arch="sm_90a", group="cell") == 1
+    rerun.set()
     assert compiler.compile_to(src, "fill<9>", "sm_90a", ["-DEXTRA=1"]).cached
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while ahead.in_flight() and time.monotonic() < deadline:
         time.sleep(0.05)
-    built = [store.contains(store.key(CompileJob(src, n, "sm_90a", tuple(o)))) for n, o in old]
-    assert sum(built) <= 1        # at most the one already running when the cell ran again; the queued rest dropped
+    assert ahead.in_flight() == 0
+    built = [n for n, o in old if store.contains(store.key(CompileJob(src, n, "sm_90a", tuple(o))))]
+    assert len(started) == 2 and started[1] == "fill<9>", started    # the running one, then the re-run's
+    assert built == [started[0]], built                                 # the queued rest dropped, never compiled
 
 
 def test_a_background_compile_is_inspected_for_warnings_at_its_first_use(monkeypatch) -> None:
