@@ -102,6 +102,7 @@ def test_a_compiled_kernel_crosses_as_a_handle_and_is_replayed(student):
     examples = [torch.empty(64, 32, dtype=torch.float16, device="cuda"),
                 torch.empty(48, 32, dtype=torch.float16, device="cuda"), torch.empty(64, 48, device="cuda")]
     kernel = gemmlab.dsl.compile(judge["gemm"], *examples)
-    assert isinstance(kernel, stand_ins.CompiledAnswer) and ".entry" in kernel.ptx
+    # the judge reads the kernel's machine code from its image, never PTX text from the student's process
+    assert isinstance(kernel, stand_ins.CompiledAnswer) and kernel.image()[0] and "EXIT" in kernel.sass()
     result = gemmlab.check_gemm(kernel, shapes=[(64, 48, 32), (100, 70, 33)], out_dtype=torch.float32)
     assert result.passed, result
