@@ -103,21 +103,20 @@ def library_guard(enabled: bool = True, allowed: frozenset[str] = DATA_MOVEMENT)
         yield seen
         return
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
 
-    class _Watch(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            kwargs = kwargs or {}
-            name = _op_name(func)
-            if name in LIBRARY_GEMMS or name not in allowed:
-                seen.append(f"aten::{name}")
-            elif name == "fill_" and "copy_" not in allowed and len(args) > 1 and isinstance(args[1], torch.Tensor):
-                seen.append("aten::fill_ with a tensor's value")   # a copy, one element at a time
-            elif name in ("_to_copy", "copy_", "_copy_from") and _host_copy(name, args, kwargs):
-                seen.append("a copy to the host")
-            return func(*args, **kwargs)
+    from gemmlab.running.dispatch_watch import dispatch_watch
 
-    with _Watch():
+    def note(func: Any, args: tuple, kwargs: dict) -> Any:
+        name = _op_name(func)
+        if name in LIBRARY_GEMMS or name not in allowed:
+            seen.append(f"aten::{name}")
+        elif name == "fill_" and "copy_" not in allowed and len(args) > 1 and isinstance(args[1], torch.Tensor):
+            seen.append("aten::fill_ with a tensor's value")   # a copy, one element at a time
+        elif name in ("_to_copy", "copy_", "_copy_from") and _host_copy(name, args, kwargs):
+            seen.append("a copy to the host")
+        return func(*args, **kwargs)
+
+    with dispatch_watch(note):
         yield seen
 
 

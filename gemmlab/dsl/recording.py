@@ -138,46 +138,44 @@ class DslRecorder:
 
 def _watch(recorder: DslRecorder) -> Any:
     """A torch dispatch mode that records data-moving writes and refuses computation."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from gemmlab.running.dispatch_watch import dispatch_watch
 
-    class Watch(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            kwargs = kwargs or {}
-            schema = func._schema
-            name = schema.name.split("::")[-1]
-            aliases = [r.alias_info for r in schema.returns]
-            writes = any(a is not None and a.is_write for a in aliases)
-            if name in ("_local_scalar_dense", "is_nonzero", "equal", "allclose"):
-                raise HostRecordingError(f"your function reads the values of a tensor ({schema.name}: .item(), "
-                                         "float(), a comparison) while its launches are recorded: it runs on stand-in "
-                                         "tensors that hold no data, so it may read shapes, dtypes and strides only.")
-            result = func(*args, **kwargs)
-            if writes:
-                if name == "copy_":
-                    recorder.add_copy(args[0], args[1])
-                elif name == "zero_":
-                    recorder.add_fill(args[0], 0.0)
-                elif name == "fill_" and not hasattr(args[1], "shape"):
-                    recorder.add_fill(args[0], args[1])
-                else:
-                    raise HostRecordingError(f"your function computes with torch ({schema.name}) while its launches "
-                                             "are recorded for the judge, which replays only DSL kernels and copies.")
-            elif any(a is not None for a in aliases):
-                pass                                       # a view: no data moves
-            elif name in ZERO_OR_EMPTY:
-                pass                                       # a new tensor: the judge's scratch starts zeroed
-            elif name in ("full", "ones", "full_like", "ones_like", "new_full", "new_ones"):
-                value = 1.0 if "ones" in name else (args[1] if name in ("full", "full_like") else args[2])
-                recorder.add_fill(result, value)
-            elif name in ("lift_fresh", "_to_copy", "clone") or not schema.returns:
-                if name in ("_to_copy", "clone"):
-                    recorder.add_copy(result, args[0])
+    def record(func: Any, args: tuple, kwargs: dict) -> Any:
+        schema = func._schema
+        name = schema.name.split("::")[-1]
+        aliases = [r.alias_info for r in schema.returns]
+        writes = any(a is not None and a.is_write for a in aliases)
+        if name in ("_local_scalar_dense", "is_nonzero", "equal", "allclose"):
+            raise HostRecordingError(f"your function reads the values of a tensor ({schema.name}: .item(), "
+                                     "float(), a comparison) while its launches are recorded: it runs on stand-in "
+                                     "tensors that hold no data, so it may read shapes, dtypes and strides only.")
+        result = func(*args, **kwargs)
+        if writes:
+            if name == "copy_":
+                recorder.add_copy(args[0], args[1])
+            elif name == "zero_":
+                recorder.add_fill(args[0], 0.0)
+            elif name == "fill_" and not hasattr(args[1], "shape"):
+                recorder.add_fill(args[0], args[1])
             else:
-                raise HostRecordingError(f"your function computes with torch ({schema.name}) while its launches are "
-                                         "recorded for the judge, which replays only DSL kernels and copies.")
-            return result
+                raise HostRecordingError(f"your function computes with torch ({schema.name}) while its launches "
+                                         "are recorded for the judge, which replays only DSL kernels and copies.")
+        elif any(a is not None for a in aliases):
+            pass                                       # a view: no data moves
+        elif name in ZERO_OR_EMPTY:
+            pass                                       # a new tensor: the judge's scratch starts zeroed
+        elif name in ("full", "ones", "full_like", "ones_like", "new_full", "new_ones"):
+            value = 1.0 if "ones" in name else (args[1] if name in ("full", "full_like") else args[2])
+            recorder.add_fill(result, value)
+        elif name in ("lift_fresh", "_to_copy", "clone") or not schema.returns:
+            if name in ("_to_copy", "clone"):
+                recorder.add_copy(result, args[0])
+        else:
+            raise HostRecordingError(f"your function computes with torch ({schema.name}) while its launches are "
+                                     "recorded for the judge, which replays only DSL kernels and copies.")
+        return result
 
-    return Watch()
+    return dispatch_watch(record)
 
 
 def active() -> DslRecorder | None:

@@ -28,6 +28,8 @@ CUDA driver. The contract (everything named here is public and documented in its
   and its ``GUARD_BYTES``/``SENTINEL_BITS``/``POISON_BITS``.
 - ``printf``: ``uses_printf(ptx)``, ``captured_fd_output(fd)``, ``forward_device_printf(sync)`` (a cell
   shows its first 200 lines of device printf, then how much was dropped).
+- ``dispatch_watch``: ``dispatch_watch(handler)``, a torch dispatch mode that passes every operator a call
+  runs to ``handler`` (what integrity's library guard and the DSL recording watch with); no GPU needed.
 - ``faults``: the one classification of GPU failures (``classify``, ``cuda_error_name``) and the
   per-process lost-context state (``mark_lost``, ``raise_if_lost``, ``lost_reason``, ``context_state``);
   ``error_for(CUresult, what)`` and ``translate(exc, what)`` give the error a student acts on:

@@ -84,3 +84,34 @@ def test_a_copy_kernels_launcher_may_not_copy_with_torch_even_one_element_at_a_t
         dst.copy_(src)
         dst[0].fill_(src[0, 0])
     assert not seen
+
+
+def test_a_watched_call_does_not_load_torchs_compiler_and_compiled_products_are_still_seen() -> None:
+    """Neither watch (a graded check's, a DSL recording's) costs a ``torch._dynamo`` import (1 s of CPU per
+    grading kernel); both still see what they watch for, and a product that a student hands to
+    ``torch.compile`` inside the check's watch still runs its operators through it."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, torch\n"
+             "from gemmlab.checking.integrity import library_guard\n"
+             "with library_guard() as seen:\n"
+             "    D = torch.zeros(3, 3); D[0, 0] = 1.0; torch.mm(D, D)\n"
+             "assert seen == ['aten::mm'], seen\n"
+             "from gemmlab.dsl.host_recording import H100_ATTRIBUTES, HostRecordingError\n"
+             "from gemmlab.dsl.recording import probe, recording\n"
+             "P = probe((4, 4), (4, 1), torch.float16, 0)\n"
+             "with recording('sm_90a', H100_ATTRIBUTES, [P]) as recorder:\n"
+             "    P.zero_()\n"
+             "    try:\n"
+             "        torch.mm(P, P)\n"
+             "        print('a product computed while recording')\n"
+             "    except HostRecordingError:\n"
+             "        pass\n"
+             "print('dynamo' if 'torch._dynamo' in sys.modules else 'no dynamo')\n"
+             "with library_guard() as seen:\n"
+             "    torch.compile(lambda a, b: a @ b, backend='eager')(D, D)\n"
+             "print(seen)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == ["no dynamo", "['aten::mm']"], out.stdout + out.stderr[-2000:]
