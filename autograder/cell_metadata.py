@@ -87,6 +87,28 @@ def points(cell: Mapping[str, Any]) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
+def locked_content(cell: Mapping[str, Any]) -> tuple:
+    """What nbgrader's checksum of a cell covers (``nbgrader.utils.compute_checksum``: the source, the cell type,
+    the grade/solution/locked flags as nbgrader reads them, the grade_id and a test's points), as a tuple.
+
+    Two cells are the same locked cell when these are equal. Compared directly, not hashed: the grading worker
+    need not load nbgrader (0.7 s of CPU) for one md5, and no two different cells can compare equal. Never
+    raises: points that are not a number compare by their ``repr``.
+    """
+    meta = nbgrader_meta(cell)
+    grade, solution = meta.get(GRADE, False), meta.get(SOLUTION, False)
+    locked = False if solution else True if grade else meta.get(LOCKED, False)
+    value: Any = None
+    if grade:
+        value = meta.get(POINTS)
+        try:
+            value = str(float(value))
+        except (TypeError, ValueError, OverflowError):
+            value = ("not a number", repr(value))
+    return (cell.get("source"), cell.get("cell_type"), str(grade), str(solution), str(locked),
+            meta.get(GRADE_ID), value)
+
+
 def is_answer(cell: Mapping[str, Any]) -> bool:
     """Whether the cell is one the student writes (nbgrader ``solution``, not locked)."""
     meta = nbgrader_meta(cell)

@@ -25,9 +25,8 @@ import copy
 from dataclasses import dataclass, field
 
 import nbformat
-from nbgrader.utils import compute_checksum
 
-from ..cell_metadata import TAGS, grade_id, is_answer, is_graded
+from ..cell_metadata import TAGS, grade_id, is_answer, is_graded, locked_content
 
 #: How reports name a cell the student added ("your cell 7": its number in the student's notebook).
 STUDENT_LABEL = "your cell"
@@ -68,8 +67,7 @@ def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
                 continue
             if rel is not None:
                 seen_locked.add(gid)
-                if (compute_checksum(_plain(cell)) != compute_checksum(_plain(rel))
-                        or cell.get("cell_type") != rel.get("cell_type")):
+                if locked_content(cell) != locked_content(rel):
                     tampered.append(f"locked cell {gid!r} was changed; the original ran instead")
                 elif (cell.get("metadata", {}).get(TAGS) or []) != (rel.get("metadata", {}).get(TAGS) or []):
                     tampered.append(f"the tags of locked cell {gid!r} were changed; they were ignored")
@@ -114,13 +112,6 @@ def assemble(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
     added = sum(len(v) for v in extras.values())
     students = [label.startswith(STUDENT_LABEL) for label in labels]
     return Assembled(nb, tampered, added, missing, labels, students)
-
-
-def _plain(cell) -> dict:
-    """The parts of a cell nbgrader checksums (source, type, grade flags), as a plain cell dict."""
-    out = copy.deepcopy(dict(cell))
-    out.setdefault("metadata", {})
-    return nbformat.from_dict(out)
 
 
 def _plain_copy(cell):

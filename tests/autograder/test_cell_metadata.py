@@ -45,3 +45,30 @@ def test_metadata_of_the_wrong_shape_reads_as_not_set(cell: dict) -> None:
     assert cm.grade_id(cell) == "" and cm.points(cell) == 0.0 and not cm.is_graded(cell) and not cm.is_answer(cell)
     assert not cm.needs_gpu(cell) and cm.needs_arch(cell) == "" and not cm.display_only(cell)
     assert cm.answer_flags(cell) == [] and cm.tags(cell) == []
+
+
+def test_locked_content_tells_cells_apart_exactly_where_nbgraders_checksum_does() -> None:
+    """The grader compares a hand-in's locked cell with the release by ``locked_content`` instead of nbgrader's
+    md5 (which it would load nbgrader for): over every combination of the fields the checksum covers, and
+    fields it does not, two cells compare equal exactly when their checksums are equal."""
+    import itertools
+
+    nbformat = pytest.importorskip("nbformat")
+    utils = pytest.importorskip("nbgrader.utils")
+    cells = []
+    for source, kind, grade, solution, locked, gid, points, tags in itertools.product(
+            ("assert f(2) == 4", "assert f(2) == 5"), ("code", "markdown"), (True, False, 1), (False, True),
+            (True, False), ("test_f", "test_g"), (2, 2.0, 3), ([], ["mine"])):
+        meta = {cm.GRADE_ID: gid, cm.GRADE: grade, cm.SOLUTION: solution, cm.LOCKED: locked, cm.POINTS: points}
+        cells.append(nbformat.from_dict({"cell_type": kind, "source": source,
+                                         "metadata": {cm.NBGRADER: meta, cm.TAGS: tags}}))
+    checksums = [utils.compute_checksum(c) for c in cells]
+    contents = [cm.locked_content(c) for c in cells]
+    pairs = list(itertools.combinations(range(len(cells)), 2))
+    assert sum(checksums[i] == checksums[j] for i, j in pairs) > 0, "some cells differ only where nbgrader looks not"
+    for i, j in pairs:
+        assert (contents[i] == contents[j]) == (checksums[i] == checksums[j]), (cells[i], cells[j])
+    # a hand-in's points nbgrader's checksum cannot even read compare unequal, never raise
+    odd = [nbformat.from_dict({"cell_type": "code", "source": "", "metadata": {cm.NBGRADER: {
+        cm.GRADE_ID: "t", cm.GRADE: True, **({} if p is None else {cm.POINTS: p})}}}) for p in (None, 10 ** 400, "x")]
+    assert len({cm.locked_content(c) for c in odd}) == 3
