@@ -7,6 +7,11 @@
 # time kernels have the GPU to themselves. GEMMLAB_TEST_JOBS=N chooses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Some machines set PYTHONDONTWRITEBYTECODE (the 2-core test machine does). Then each of the run's ~500
+# Python processes (test processes, grading kernels and workers, compile workers) compiled gemmlab's and
+# the tests' sources again, and each test process rewrote every test module's asserts (7 s of CPU).
+# Cached bytecode is checked against its source's time stamp, so it is never stale.
+unset PYTHONDONTWRITEBYTECODE
 bash scripts/setup.sh --with-browser
 default=$(( $( (nproc || getconf _NPROCESSORS_ONLN || echo 1) 2>/dev/null ) + 1 ))
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then default=1; fi
