@@ -65,7 +65,8 @@ def test_locked_content_tells_cells_apart_exactly_where_nbgraders_checksum_does(
     checksums = [utils.compute_checksum(c) for c in cells]
     contents = [cm.locked_content(c) for c in cells]
     pairs = list(itertools.combinations(range(len(cells)), 2))
-    assert sum(checksums[i] == checksums[j] for i, j in pairs) > 0, "some cells differ only where nbgrader looks not"
+    assert sum(checksums[i] == checksums[j] for i, j in pairs) > 0, \
+        "some pairs differ only in what the checksum ignores (tags, a non-test's points)"
     for i, j in pairs:
         assert (contents[i] == contents[j]) == (checksums[i] == checksums[j]), (cells[i], cells[j])
     # a hand-in's points nbgrader's checksum cannot even read compare unequal, never raise
