@@ -91,9 +91,10 @@ def locked_content(cell: Mapping[str, Any]) -> tuple:
     """What nbgrader's checksum of a cell covers (``nbgrader.utils.compute_checksum``: the source, the cell type,
     the grade/solution/locked flags as nbgrader reads them, the grade_id and a test's points), as a tuple.
 
-    Two cells are the same locked cell when these are equal. Compared directly, not hashed: the grading worker
-    need not load nbgrader (0.7 s of CPU) for one md5, and no two different cells can compare equal. Never
-    raises: points that are not a number compare by their ``repr``.
+    Two cells are the same locked cell when these are equal (tags and other metadata are not part of it, as
+    nbgrader's checksum ignores them). Compared directly, not hashed: the grading worker need not load nbgrader
+    (0.7 s of CPU) for one md5, and no collision can make two different cells look alike. Never raises: points
+    that are not a number compare by their ``repr``.
     """
     meta = nbgrader_meta(cell)
     grade, solution = meta.get(GRADE, False), meta.get(SOLUTION, False)
