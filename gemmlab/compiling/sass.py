@@ -11,16 +11,25 @@ toolkit, found with ``cuda.pathfinder``: ``nvdisasm`` or else ``cuobjdump``.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
 import tempfile
+from collections import OrderedDict
 
 from gemmlab.errors import ToolchainError
 
 _HGMMA = re.compile(r"\bHGMMA\.[^;]*;")
 #: ptxas marks the local-memory loads and stores it adds for spilled registers "SpillRefill".
 _SPILL = re.compile(r'\b(STL|LDL)((?:\.[A-Z0-9]+)*)\s[^;\n]*\(\*"SpillRefill"\*\)')
+
+
+#: SASS already read in this process, by (tool, its arguments, SHA-256 of the cubin). Why: the checks of one
+#: kernel (its techniques, its spills, its wgmma chain) each ask for its SASS, and nvdisasm takes about 0.4 s of
+#: CPU for a CuTe GEMM. Only this process's own results are kept, never a file another process could write.
+_READ: OrderedDict[tuple[str, tuple[str, ...], bytes], str] = OrderedDict()
+_READ_MAX = 16
 
 
 def disassembler() -> tuple[str, list[str]] | None:
@@ -49,6 +58,10 @@ def disassemble(cubin: bytes, name: str) -> str:
     if not cubin:
         raise ToolchainError(f"`{name}` has no cubin (it was compiled to PTX only): no SASS to show.")
     tool, args = found
+    key = (tool, tuple(args), hashlib.sha256(cubin).digest())
+    if key in _READ:
+        _READ.move_to_end(key)
+        return _READ[key]
     with tempfile.TemporaryDirectory(prefix="gemmlab-sass-") as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as handle:
@@ -56,6 +69,9 @@ def disassemble(cubin: bytes, name: str) -> str:
         proc = subprocess.run([tool, *args, path], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise ToolchainError(f"{os.path.basename(tool)} could not disassemble `{name}`: {proc.stderr.strip()[:500]}")
+    _READ[key] = proc.stdout
+    if len(_READ) > _READ_MAX:
+        _READ.popitem(last=False)
     return proc.stdout
 
 

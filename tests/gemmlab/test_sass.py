@@ -71,3 +71,33 @@ def test_serialized_chain_gets_a_message_a_pipelined_one_none(monkeypatch) -> No
     monkeypatch.setattr(sass, "disassemble", lambda cubin, name: PIPELINED)
     assert sass.serialized_wgmma_message(ptx, b"\x7fELF", "ws_kernel") is None
     assert sass.serialized_wgmma_message("mma.sync.aligned.m16n8k16", b"\x7fELF", "k") is None  # no wgmma: no look
+
+
+def _counting_tool(folder, name: str = "fake-nvdisasm"):
+    """A stand-in disassembler that logs each run and prints the cubin's bytes (and fails on b'bad')."""
+    log = folder / f"{name}.runs"
+    tool = folder / name
+    tool.write_text(f'#!/bin/sh\necho run >> "{log}"\ngrep -q bad "$2" && exit 1\necho SASS; cat "$2"\n')
+    tool.chmod(0o755)
+    return str(tool), lambda: len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_a_cubin_is_disassembled_once_per_process_and_a_changed_one_again(tmp_path, monkeypatch) -> None:
+    tool, runs = _counting_tool(tmp_path)
+    monkeypatch.setattr(sass, "disassembler", lambda: (tool, ["-c"]))
+    first = sass.disassemble(b"cubin-one", "k")
+    assert first == "SASS\ncubin-one" and runs() == 1
+    assert sass.disassemble(b"cubin-one", "k") == first and runs() == 1     # read again: not run again
+    assert sass.disassemble(b"cubin-two", "k") == "SASS\ncubin-two" and runs() == 2
+    other, other_runs = _counting_tool(tmp_path, "other-tool")                # another tool reads it afresh
+    monkeypatch.setattr(sass, "disassembler", lambda: (other, ["-c"]))
+    assert sass.disassemble(b"cubin-one", "k") == first and other_runs() == 1
+
+
+def test_a_failed_disassembly_is_not_remembered(tmp_path, monkeypatch) -> None:
+    tool, runs = _counting_tool(tmp_path)
+    monkeypatch.setattr(sass, "disassembler", lambda: (tool, ["-c"]))
+    for expected_runs in (1, 2):
+        with pytest.raises(ToolchainError, match="could not disassemble"):
+            sass.disassemble(b"bad cubin", "k")
+        assert runs() == expected_runs
