@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 from collections import OrderedDict
 
 from gemmlab.errors import ToolchainError
@@ -30,6 +31,7 @@ _SPILL = re.compile(r'\b(STL|LDL)((?:\.[A-Z0-9]+)*)\s[^;\n]*\(\*"SpillRefill"\*\
 #: CPU for a CuTe GEMM. Only this process's own results are kept, never a file another process could write.
 _READ: OrderedDict[tuple[str, tuple[str, ...], bytes], str] = OrderedDict()
 _READ_MAX = 16
+_READ_LOCK = threading.Lock()   # disassemble may be called from several threads at once
 
 
 def disassembler() -> tuple[str, list[str]] | None:
@@ -59,9 +61,11 @@ def disassemble(cubin: bytes, name: str) -> str:
         raise ToolchainError(f"`{name}` has no cubin (it was compiled to PTX only): no SASS to show.")
     tool, args = found
     key = (tool, tuple(args), hashlib.sha256(cubin).digest())
-    if key in _READ:
-        _READ.move_to_end(key)
-        return _READ[key]
+    with _READ_LOCK:
+        known = _READ.get(key)
+        if known is not None:
+            _READ.move_to_end(key)
+            return known
     with tempfile.TemporaryDirectory(prefix="gemmlab-sass-") as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as handle:
@@ -69,9 +73,10 @@ def disassemble(cubin: bytes, name: str) -> str:
         proc = subprocess.run([tool, *args, path], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise ToolchainError(f"{os.path.basename(tool)} could not disassemble `{name}`: {proc.stderr.strip()[:500]}")
-    _READ[key] = proc.stdout
-    if len(_READ) > _READ_MAX:
-        _READ.popitem(last=False)
+    with _READ_LOCK:
+        _READ[key] = proc.stdout
+        if len(_READ) > _READ_MAX:
+            _READ.popitem(last=False)
     return proc.stdout
 
 
