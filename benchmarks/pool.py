@@ -12,7 +12,6 @@ Two tables, on one host (the service on 127.0.0.1, judges on one GPU):
    (target: a median of at most 2 s).
 
     python benchmarks/pool.py                      # the real judge on GPU 0
-    python benchmarks/pool.py --backend fake       # no GPU: the fake judge, for the machinery alone
     python benchmarks/pool.py --students 30 --checks 5 --think-s 10 --slots-per-gpu 4   # fewer slots than the default
 """
 from __future__ import annotations
@@ -27,7 +26,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -76,30 +75,36 @@ def _post(url: str, token: str, body: bytes) -> dict[str, Any]:
         return json.loads(resp.read())
 
 
-def start_pool(students: list[str], backend: str, gpu: str, sandbox: bool, slots: int) -> tuple[RunningService, dict]:
+def memory_limit(judge: Sequence[str] | None) -> int | None:
+    """An address-space limit for a judge program other than the GPU judge (which limits its own compile)."""
+    return None if judge is None else 4096
+
+
+def start_pool(students: list[str], judge: Sequence[str] | None, gpu: str, sandbox: bool,
+               slots: int) -> tuple[RunningService, dict]:
     folder = Path(tempfile.mkdtemp(prefix="gemmlab-poolbench-"))
     (folder / "roster.csv").write_text("id\n" + "\n".join(students) + "\n")
     store = TokenStore()
     tokens = {t.student: t.token for t in store.issue(students, 86400)}
     store.save(folder / "roster.tokens.json")
-    executor = LocalExecutor([gpu], backend, sandbox, 4096 if backend == "fake" else None)
+    executor = LocalExecutor([gpu], sandbox, memory_limit(judge), judge)
     pool = Pool(Authenticator(folder / "roster.csv", folder / "roster.tokens.json"),
                 UsageLedger(StudentLimits(concurrent_jobs=2, gpu_seconds_per_hour=1e9)),
-                FairScheduler(executor, slots, job_timeout_s=600), backend)
+                FairScheduler(executor, slots, job_timeout_s=600))
     return RunningService(pool), tokens
 
 
-def measure_overhead(reps: int, backend: str, gpu: str, sandbox: bool) -> dict[str, Any]:
+def measure_overhead(reps: int, judge: Sequence[str] | None, gpu: str, sandbox: bool) -> dict[str, Any]:
     """Median seconds of one check judged directly and through the service, their difference, and the device."""
     request = check_request()
     body = request.to_json().encode()
     local, remote = [], []
     device = ""
-    service, tokens = start_pool(["s0"], backend, gpu, sandbox, 1)
+    service, tokens = start_pool(["s0"], judge, gpu, sandbox, 1)
     with service:
         for _ in range(reps):  # interleaved, so a drift of the host affects both alike
             t0 = time.monotonic()
-            device = judge_on_gpu(request, gpu, 600, backend, sandbox, 4096 if backend == "fake" else None).device
+            device = judge_on_gpu(request, gpu, 600, sandbox, memory_limit(judge), judge).device
             local.append(time.monotonic() - t0)
             t0 = time.monotonic()
             _post(service.url, tokens["s0"], body)
@@ -109,11 +114,11 @@ def measure_overhead(reps: int, backend: str, gpu: str, sandbox: bool) -> dict[s
             "device": device}
 
 
-def simulate_class(students: int, checks: int, think_s: float, backend: str, gpu: str, sandbox: bool,
+def simulate_class(students: int, checks: int, think_s: float, judge: Sequence[str] | None, gpu: str, sandbox: bool,
                    slots: int, seed: int = 0) -> dict[str, Any]:
     """Every student's checks through one pool; queue waits and client-side seconds per check."""
     names = [f"student{i:02d}" for i in range(students)]
-    service, tokens = start_pool(names, backend, gpu, sandbox, slots)
+    service, tokens = start_pool(names, judge, gpu, sandbox, slots)
     body = check_request().to_json().encode()
     waits: list[float] = []
     totals: list[float] = []
@@ -163,7 +168,6 @@ def report(overhead: dict[str, Any], load: dict[str, Any], device: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--backend", choices=("gpu", "fake"), default="gpu")
     p.add_argument("--gpu", default="0", help="CUDA index of the GPU the pool uses")
     p.add_argument("--students", type=int, default=30)
     p.add_argument("--checks", type=int, default=3, help="checks per student")
@@ -176,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     if sandbox and (why := sandbox_problem()):
         print(f"no sandbox here ({why}); pass --no-sandbox", file=sys.stderr)
         return 2
-    overhead = measure_overhead(args.reps, args.backend, args.gpu, sandbox)
-    load = simulate_class(args.students, args.checks, args.think_s, args.backend, args.gpu, sandbox,
+    overhead = measure_overhead(args.reps, None, args.gpu, sandbox)
+    load = simulate_class(args.students, args.checks, args.think_s, None, args.gpu, sandbox,
                           args.slots_per_gpu)
     print(report(overhead, load, overhead["device"]))
     return 0

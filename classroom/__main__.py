@@ -22,7 +22,7 @@ from typing import Sequence
 
 from pool.errors import PoolError
 
-from .settings import ClassDir, ClassError, ClassSettings, LtiSettings
+from .settings import POOL_KINDS, ClassDir, ClassError, ClassSettings, LtiSettings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,8 +37,8 @@ def _parser() -> argparse.ArgumentParser:
                                             "jwks_url, token_url, deployment_id, context_id)")
     q.add_argument("--ip", default=None, help="address the Hub listens on (default 127.0.0.1)")
     q.add_argument("--port", type=int, default=None, help="the Hub's port (default 8000)")
-    q.add_argument("--pool", choices=("gpu", "fake", "off"), default=None,
-                   help="the GPU pool: this host's GPUs (default), the fake judge (demos), or none")
+    q.add_argument("--pool", choices=POOL_KINDS, default=None,
+                   help="the GPU pool: this host's GPUs (default), or off (a host without a GPU: GPU cells need a GPU of the student's own)")
     q.add_argument("--pool-port", type=int, default=None)
     q.add_argument("--prepare-only", action="store_true", help="make the folder and passwords, do not run the Hub")
     for name, text in (("release", "put an assignment in the exchange"), ("collect", "gather hand-ins for grading"),
@@ -73,7 +73,7 @@ def _settings(args: argparse.Namespace, where: ClassDir) -> ClassSettings:
     students = [s.lower() for s in read_roster(args.roster)] if args.roster else (old.students if old else [])
     lti = _registration(args.lti) if args.lti else (old.lti if old else None)
     base = {} if old is None else {k: getattr(old, k) for k in ("course_id", "ip", "port", "auth", "pool", "pool_port",
-                                                                 "pool_args", "student_memory_mb")}
+                                                                 "pool_args", "pool_program", "student_memory_mb")}
     for key in ("ip", "port", "auth", "pool", "pool_port"):
         if getattr(args, key) is not None:
             base[key] = getattr(args, key)

@@ -72,8 +72,8 @@ if settings.pool != "off":
     ray = [] if "--ray" in settings.pool_args else ["--ray", "off"]
     c.JupyterHub.services = [{
         "name": POOL, "url": pool_url, "display": False, "oauth_no_confirm": True,
-        "command": [sys.executable, "-m", "pool", "serve", "--hub", "--host", "127.0.0.1",
-                    "--port", str(settings.pool_port), "--backend", settings.pool, *ray, *settings.pool_args],
+        "command": [sys.executable, *settings.pool_program, "serve", "--hub", "--host", "127.0.0.1",
+                    "--port", str(settings.pool_port), *ray, *settings.pool_args],
         "cwd": str(HERE.parent),
         "environment": {"PATH": os.environ.get("PATH", os.defpath), "CUTE_DSL_ARCH": os.environ.get("CUTE_DSL_ARCH", "sm_90a")},
     }]

@@ -32,7 +32,9 @@ from typing import Any
 USER_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 SETTINGS_FILE = "class.json"
 AUTH_KINDS = ("local", "lti")
-POOL_KINDS = ("gpu", "fake", "off")
+POOL_KINDS = ("gpu", "off")
+#: How the Hub starts the pool service: the Python arguments before ``serve`` (this repository's ``pool``).
+POOL_PROGRAM = ["-m", "pool"]
 
 
 class ClassError(ValueError):
@@ -71,9 +73,10 @@ class ClassSettings:
     port: int = 8000
     auth: str = "local"
     lti: LtiSettings | None = None
-    pool: str = "gpu"                 #: the GPU pool as a Hub service: on this host's GPUs, the fake judge, or none
+    pool: str = "gpu"                 #: the GPU pool as a Hub service on this host's GPUs, or none
     pool_port: int = 8765
     pool_args: list[str] = field(default_factory=list)   #: more `python -m pool serve` options (limits, --ray ...)
+    pool_program: list[str] = field(default_factory=lambda: list(POOL_PROGRAM))  #: Python's arguments before `serve`
     student_memory_mb: int = 8192     #: a student's /tmp and /dev/shm together (tmpfs, counted as memory)
 
     def __post_init__(self) -> None:
@@ -94,6 +97,9 @@ class ClassSettings:
                              "section says what it holds).")
         if self.pool not in POOL_KINDS:
             raise ClassError(f"pool must be one of {', '.join(POOL_KINDS)}, not {self.pool!r}.")
+        if not self.pool_program or not all(isinstance(a, str) and a for a in self.pool_program):
+            raise ClassError(f"pool_program must be the Python arguments that start the pool service before `serve` "
+                             f"(default {POOL_PROGRAM}), not {self.pool_program!r}.")
         if not re.match(r"^[A-Za-z0-9_-]{1,64}$", self.course_id):
             raise ClassError(f"course id {self.course_id!r} must be letters, digits, _ and - only.")
 

@@ -6,7 +6,7 @@ import csv
 import io
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .auth import Authenticator
 from .errors import PoolError
@@ -15,7 +15,7 @@ from .limits import StudentLimits, UsageLedger
 from .roster import read_roster
 from .scheduler import DEFAULT_SLOTS_PER_GPU, Executor, FairScheduler
 from .tokens import TokenStore, default_store_path, write_private
-from .worker import BACKENDS, LocalExecutor, sandbox_problem, visible_gpus
+from .worker import LocalExecutor, sandbox_problem, visible_gpus
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,7 +39,6 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--ray", choices=("local", "auto", "off"), default="local",
                        help="local: a private one-host Ray; auto: join the running cluster; off: no Ray, this host's GPUs")
     serve.add_argument("--gpus", help="off: CUDA indices to use (default: all visible); local/auto: how many GPUs")
-    serve.add_argument("--backend", choices=BACKENDS, default="gpu", help="fake: no GPU (demos, tests)")
     serve.add_argument("--slots-per-gpu", type=int, default=DEFAULT_SLOTS_PER_GPU,
                        help="requests judged side by side on one GPU (default %(default)s)")
     serve.add_argument("--concurrent-jobs", type=int, default=2, help="per student, queued or running")
@@ -74,26 +73,28 @@ def issue(args: argparse.Namespace) -> int:
     return 0
 
 
-def _executor(args: argparse.Namespace) -> Executor:
+#: Builds the service's executor (what judges on which GPU) from ``serve``'s options.
+ExecutorFactory = Callable[[argparse.Namespace], Executor]
+
+
+def gpu_executor(args: argparse.Namespace) -> Executor:
+    """The GPU judges of ``serve``'s options: this host's GPUs (``--ray off``) or a Ray cluster's, sandboxed."""
     sandbox = not args.no_sandbox
     if sandbox and (why := sandbox_problem()):
         raise PoolError(f"the judge cannot run in the grading sandbox here: {why}. Install bubblewrap, or pass "
                         "--no-sandbox on a host that runs nothing else.")
-    memory = 4096 if args.backend == "fake" else None
     if args.ray == "off":
-        gpus = args.gpus.split(",") if args.gpus else (["0"] if args.backend == "fake" else visible_gpus())
+        gpus = args.gpus.split(",") if args.gpus else visible_gpus()
         if not gpus:
-            raise PoolError("no GPU is visible on this host (CUDA_VISIBLE_DEVICES, torch); use --backend fake to try "
-                            "the service without one.")
-        return LocalExecutor(gpus, args.backend, sandbox, memory)
+            raise PoolError("no GPU is visible on this host (CUDA_VISIBLE_DEVICES, torch): the pool judges kernels on "
+                            "GPUs, so run it on a GPU host (a class without one runs with --pool off).")
+        return LocalExecutor(gpus, sandbox)
     from .ray_pool import RayExecutor
 
     if args.gpus and not args.gpus.isdigit():
         raise PoolError(f"with Ray, --gpus is how many GPUs to use (a number), not {args.gpus!r}.")
     count = int(args.gpus) if args.gpus else None
-    init = {"num_gpus": count or 1} if args.ray == "local" and args.backend == "fake" else None
-    return RayExecutor(None if args.ray == "local" else "auto", args.backend, sandbox, memory, args.slots_per_gpu,
-                       count, init)
+    return RayExecutor(None if args.ray == "local" else "auto", sandbox, None, args.slots_per_gpu, count)
 
 
 def _authenticator(args: argparse.Namespace) -> Authenticator | HubUsers:
@@ -103,27 +104,29 @@ def _authenticator(args: argparse.Namespace) -> Authenticator | HubUsers:
     return HubUsers(hub_auth_from_env(), roster) if args.hub else roster
 
 
-def serve(args: argparse.Namespace) -> int:
+def serve(args: argparse.Namespace, make_executor: ExecutorFactory = gpu_executor) -> int:
     import os
 
     from .service import Pool, serve_forever
 
     auth = _authenticator(args)
     limits = StudentLimits(args.concurrent_jobs, args.gpu_seconds_per_hour, profiles_per_hour=args.profiles_per_hour)
-    executor = _executor(args)
+    executor = make_executor(args)
     scheduler = FairScheduler(executor, args.slots_per_gpu, args.job_timeout)
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/") if args.hub else "/"
     who = f"{len(auth.students())} roster students" + (" and the Hub's users" if args.hub else "")
     print(f"pool: {who}, GPUs: {', '.join(scheduler.labels)}; "
           f"serving http://{args.host}:{args.port}{prefix}v1/ (Ctrl-C stops)", flush=True)
-    serve_forever(Pool(auth, UsageLedger(limits), scheduler, args.backend), args.host, args.port, prefix)
+    serve_forever(Pool(auth, UsageLedger(limits), scheduler), args.host, args.port, prefix)
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, make_executor: ExecutorFactory = gpu_executor) -> int:
+    """The command line; ``make_executor`` builds what ``serve`` judges with (the repository's tests pass one
+    whose judge needs no GPU)."""
     args = _parser().parse_args(argv)
     try:
-        return issue(args) if args.command == "tokens" else serve(args)
+        return issue(args) if args.command == "tokens" else serve(args, make_executor)
     except PoolError as exc:
         print(f"python -m pool {args.command}: {exc}", file=sys.stderr)
         return 2

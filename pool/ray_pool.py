@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from gemmlab.judge import JudgeReport, JudgeRequest
 
@@ -34,20 +34,20 @@ START_S = 120.0
 class GpuJudge:
     """A Ray actor holding one GPU (Ray's ``num_gpus=1``): judges requests on it."""
 
-    def __init__(self, backend: str, sandbox: bool, memory_limit_mb: int | None) -> None:
+    def __init__(self, sandbox: bool, memory_limit_mb: int | None, command: list[str] | None) -> None:
         import ray
 
         ids = ray.get_gpu_ids()
         self.gpu = str(ids[0]) if ids else os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
-        self.backend, self.sandbox, self.memory_limit_mb = backend, sandbox, memory_limit_mb
+        self.sandbox, self.memory_limit_mb, self.command = sandbox, memory_limit_mb, command
         self.where = f"{ray.util.get_node_ip_address()} gpu {self.gpu}"
 
     def label(self) -> str:
         return self.where
 
     def judge(self, request_json: str, timeout_s: float) -> str:
-        report = judge_on_gpu(JudgeRequest.from_json(request_json), self.gpu, timeout_s, self.backend, self.sandbox,
-                              self.memory_limit_mb)
+        report = judge_on_gpu(JudgeRequest.from_json(request_json), self.gpu, timeout_s, self.sandbox,
+                              self.memory_limit_mb, self.command)
         return report.to_json()
 
 
@@ -78,12 +78,12 @@ class RayExecutor:
 
     ``address``: None starts a private one-host Ray (``init_kwargs`` e.g. ``num_gpus=1`` to fake
     one in tests), "auto" joins a running cluster. A Ray already initialised in this process is
-    used as it is and left running.
+    used as it is and left running. ``command``: the judge program each actor runs (default: the GPU judge).
     """
 
-    def __init__(self, address: str | None = None, backend: str = "gpu", sandbox: bool = True,
-                 memory_limit_mb: int | None = None, slots_per_gpu: int = DEFAULT_SLOTS_PER_GPU, gpus: int | None = None,
-                 init_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, address: str | None = None, sandbox: bool = True, memory_limit_mb: int | None = None,
+                 slots_per_gpu: int = DEFAULT_SLOTS_PER_GPU, gpus: int | None = None,
+                 init_kwargs: dict[str, Any] | None = None, command: Sequence[str] | None = None) -> None:
         import ray
 
         self._started = False
@@ -100,7 +100,8 @@ class RayExecutor:
             self.close()
             raise PoolError("the Ray cluster has no GPU: start its nodes on GPU hosts (`ray start ... --num-gpus N`).")
         actor = ray.remote(num_gpus=1, max_concurrency=slots_per_gpu, max_restarts=3)(GpuJudge)
-        self._actors = [actor.remote(backend, sandbox, memory_limit_mb) for _ in range(count)]
+        judge = list(command) if command is not None else None
+        self._actors = [actor.remote(sandbox, memory_limit_mb, judge) for _ in range(count)]
         try:
             self._labels = ray.get([a.label.remote() for a in self._actors], timeout=START_S)
         except Exception as exc:  # noqa: BLE001 - placement failed: say so, release what started

@@ -47,7 +47,6 @@ class Pool:
     auth: Authenticator | HubUsers   #: roster tokens, or JupyterHub tokens (and roster tokens beside them)
     ledger: UsageLedger
     scheduler: FairScheduler
-    backend: str = "gpu"
 
     def close(self) -> None:
         self.scheduler.close()
@@ -149,7 +148,7 @@ class MeHandler(_Handler):
 
 class HealthHandler(_Handler):
     def get(self) -> None:
-        self.reply(200, {"ok": True, "api": API_VERSION, "backend": self.pool.backend,
+        self.reply(200, {"ok": True, "api": API_VERSION,
                          "gpus": self.pool.scheduler.labels, **self.pool.scheduler.stats()})
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from gemmlab.judge import JudgeReport, JudgeRequest
-from gemmlab.judge.client import BACKENDS, judge_command, judge_environment, run_judge
+from gemmlab.judge.client import judge_command, judge_environment, run_judge
 from gemmlab.timing.timing_lock import ENV_PATH as TIMING_LOCK_ENV, lock_file_for
 
 
@@ -28,20 +28,19 @@ def sandbox_problem() -> str:
     return check_bwrap()
 
 
-def judge_on_gpu(request: JudgeRequest, gpu: str, timeout_s: float, backend: str = "gpu", sandbox: bool = True,
-                 memory_limit_mb: int | None = None) -> JudgeReport:
+def judge_on_gpu(request: JudgeRequest, gpu: str, timeout_s: float, sandbox: bool = True,
+                 memory_limit_mb: int | None = None, command: Sequence[str] | None = None) -> JudgeReport:
     """Judge ``request`` on GPU ``gpu`` (a CUDA index of this host) and return the report, whatever the kernel does.
 
-    ``memory_limit_mb`` bounds the judge's address space (the fake backend's; the GPU judge bounds
-    its compile itself, CUDA reserves far more address space than it uses).
+    ``command`` is the judge program (default: the GPU judge, ``gemmlab.judge.client.judge_command``).
+    ``memory_limit_mb`` bounds the address space of another program; the GPU judge bounds its compile
+    itself (CUDA reserves far more address space than it uses).
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend is one of {', '.join(BACKENDS)}, not {backend!r}.")
-    if backend == "gpu" and memory_limit_mb:
+    if command is None and memory_limit_mb:
         raise ValueError("a GPU judge runs without an address-space limit: CUDA reserves far more address space than "
                          "it uses, so opening its context would fail (out of memory); the judge limits its compile.")
+    command = list(command) if command is not None else judge_command()
     payload = request.to_json().encode()
-    command = judge_command(backend)
     if not sandbox:
         env = judge_environment()
         env.update({"CUDA_VISIBLE_DEVICES": gpu, TIMING_LOCK_ENV: lock_file_for(gpu)})
@@ -57,12 +56,11 @@ def judge_on_gpu(request: JudgeRequest, gpu: str, timeout_s: float, backend: str
 class LocalExecutor:
     """The GPUs of this host, each request judged in a process of its own (no Ray)."""
 
-    def __init__(self, gpus: Sequence[str], backend: str = "gpu", sandbox: bool = True,
-                 memory_limit_mb: int | None = None) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"backend is one of {', '.join(BACKENDS)}, not {backend!r}.")
+    def __init__(self, gpus: Sequence[str], sandbox: bool = True, memory_limit_mb: int | None = None,
+                 command: Sequence[str] | None = None) -> None:
         self._ids = [str(g) for g in gpus]
-        self.backend, self.sandbox, self.memory_limit_mb = backend, sandbox, memory_limit_mb
+        self.sandbox, self.memory_limit_mb = sandbox, memory_limit_mb
+        self.command = list(command) if command is not None else None
         host = socket.gethostname()
         self._labels = [f"{host} gpu {g}" for g in self._ids]
 
@@ -70,7 +68,7 @@ class LocalExecutor:
         return list(self._labels)
 
     def run(self, gpu: int, request: JudgeRequest, timeout_s: float) -> JudgeReport:
-        return judge_on_gpu(request, self._ids[gpu], timeout_s, self.backend, self.sandbox, self.memory_limit_mb)
+        return judge_on_gpu(request, self._ids[gpu], timeout_s, self.sandbox, self.memory_limit_mb, self.command)
 
     def close(self) -> None:
         """Nothing to release: each judge process ends with its request."""
@@ -89,4 +87,4 @@ def visible_gpus() -> list[str]:
         return []
 
 
-__all__ = ["BACKENDS", "LocalExecutor", "judge_on_gpu", "sandbox_problem", "visible_gpus"]
+__all__ = ["LocalExecutor", "judge_on_gpu", "sandbox_problem", "visible_gpus"]

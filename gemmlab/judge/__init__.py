@@ -20,7 +20,7 @@ The contract:
   (``launcher.TrustedLauncher``, on ``gemmlab.running``), and run ``check_gemm`` (fresh seeded
   inputs, NaN-poisoned and guarded output, library GEMMs forbidden) or ``bench_gemm`` (verified,
   against cuBLAS in the same run). A lost context or a kernel that does not finish is reported as
-  such and ends the process. ``client.judge(request, timeout_s, backend)`` runs one judge process
+  such and ends the process. ``client.judge(request, timeout_s)`` runs one judge process
   per request with a wall-clock limit, an allow-listed environment and bounded reads.
 
 A CuTe DSL kernel cannot be described as source the judge compiles (its Python is the student's), so

@@ -39,24 +39,12 @@ def judge_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-#: The judges a caller may start: "gpu" is ``python -m gemmlab.judge``; "fake" is the tests' judge without a GPU
-#: (every kernel passes unless its name says otherwise), a script of the repository's tests that this installation
-#: may not have. It is run by its text (``python -c``), so it runs in the grading sandbox, which shows gemmlab alone.
-BACKENDS = ("gpu", "fake")
-FAKE_JUDGE = Path(_PACKAGE_ROOT) / "tests" / "support" / "fake_judge.py"
+def judge_command(compile_memory_mb: int = 16384, python: str = sys.executable) -> list[str]:
+    """The command line of one judge process: ``python -m gemmlab.judge``, which judges on the GPU.
 
-
-def judge_command(backend: str = "gpu", compile_memory_mb: int = 16384, python: str = sys.executable) -> list[str]:
-    """The command line of one judge process of ``backend`` (:data:`BACKENDS`)."""
-    options = ["--compile-memory-mb", str(int(compile_memory_mb))]
-    if backend == "gpu":
-        return [python, "-s", "-P", "-m", "gemmlab.judge", *options]
-    if backend != "fake":
-        raise JudgeError(f"backend is one of {', '.join(BACKENDS)}, not {backend!r}.")
-    if not FAKE_JUDGE.is_file():
-        raise JudgeError(f"the fake judge is a test double of the repository's tests ({FAKE_JUDGE}), and this "
-                         "installation has none: run the GPU judge, or run from a checkout of the repository.")
-    return [python, "-s", "-P", "-c", FAKE_JUDGE.read_text(), *options]
+    Callers that run another judge program (the repository's tests run one without a GPU) pass its
+    command to :func:`judge` or the pool's executors instead; this package names no other."""
+    return [python, "-s", "-P", "-m", "gemmlab.judge", "--compile-memory-mb", str(int(compile_memory_mb))]
 
 
 def _read_bounded(stream: IO[bytes], limit: int, out: list[bytes]) -> None:
@@ -153,18 +141,18 @@ def run_judge(command: Sequence[str], payload: bytes, timeout_s: float, env: Map
     return JudgeReport("crashed", error="the judge exited without a report.", error_type="JudgeCrashed")
 
 
-def judge(request: JudgeRequest, timeout_s: float = 600.0, backend: str = "gpu", memory_limit_mb: int | None = None,
-          compile_memory_mb: int = 16384) -> JudgeReport:
-    """Judge ``request`` in a fresh judge process of ``backend`` (:data:`BACKENDS`), stopped after ``timeout_s`` s.
+def judge(request: JudgeRequest, timeout_s: float = 600.0, memory_limit_mb: int | None = None,
+          compile_memory_mb: int = 16384, command: Sequence[str] | None = None) -> JudgeReport:
+    """Judge ``request`` in a fresh judge process, stopped after ``timeout_s`` s.
 
-    ``memory_limit_mb`` bounds the judge's whole address space (for the fake judge; CUDA reserves
-    far more address space than it uses, so the GPU judge bounds only its compile, by
-    ``compile_memory_mb``, in a compile process of its own).
+    ``command`` is the judge program (default :func:`judge_command`: the GPU judge, which bounds only its
+    compile, by ``compile_memory_mb``, in a compile process of its own: CUDA reserves far more address
+    space than it uses). ``memory_limit_mb`` bounds the whole address space of another program.
     """
     if not isinstance(request, JudgeRequest):
         raise JudgeError(f"judge() takes a JudgeRequest, not {type(request).__name__}.")
-    command = judge_command(backend, compile_memory_mb)
+    command = list(command) if command is not None else judge_command(compile_memory_mb)
     return run_judge(command, request.to_json().encode(), timeout_s, memory_limit_mb=memory_limit_mb)
 
 
-__all__ = ["BACKENDS", "ENV_ALLOW", "FAKE_JUDGE", "LOG_TAIL_BYTES", "judge", "judge_command", "judge_environment", "run_judge"]
+__all__ = ["ENV_ALLOW", "LOG_TAIL_BYTES", "judge", "judge_command", "judge_environment", "run_judge"]

@@ -25,6 +25,8 @@ from typing import Any, Iterator
 from tests.support import ROOT
 
 HUB_START_S = 90
+#: The pool service the Hub tests run: `python -m pool serve` with the fake judge (no GPU needed).
+FAKE_POOL_SERVICE = ROOT / "tests" / "support" / "fake_pool_service.py"
 
 
 def require_class_tools() -> None:
@@ -92,9 +94,13 @@ def prepare(root: Path, students: list[str], instructors: list[str], *extra: str
     roster.write_text("id\n" + "".join(f"{s}\n" for s in students))
     port = free_port_block(4)
     args = [sys.executable, "-m", "classroom", "start", str(root), "--roster", str(roster), "--port", str(port),
-            "--pool-port", str(port + 3), "--pool", pool, *[a for i in instructors for a in ("--instructor", i)],
-            *extra, "--prepare-only"]
+            "--pool-port", str(port + 3), "--pool", "off" if pool == "off" else "gpu",
+            *[a for i in instructors for a in ("--instructor", i)], *extra, "--prepare-only"]
     subprocess.run(args, check=True, cwd=ROOT, env=class_env(), capture_output=True, text=True)
+    if pool == "fake":   # the class's pool service, with the fake judge in front of a pretend GPU
+        settings = json.loads((root / "class.json").read_text())
+        settings["pool_program"] = [str(FAKE_POOL_SERVICE)]
+        (root / "class.json").write_text(json.dumps(settings, indent=1))
     passwords = {}
     if (root / "passwords.csv").exists():
         passwords = {r["user"]: r["password"] for r in csv.DictReader((root / "passwords.csv").open())}
@@ -104,7 +110,8 @@ def prepare(root: Path, students: list[str], instructors: list[str], *extra: str
 @contextlib.contextmanager
 def running_class(root: Path, students: list[str], instructors: list[str], *extra: str,
                   pool: str = "fake") -> Iterator[RunningClass]:
-    """The class's Hub (and its pool: the fake judge, or ``pool="gpu"``: this host's GPUs) until the block ends."""
+    """The class's Hub (and its pool: tests/support/fake_pool_service.py's fake judge, ``pool="gpu"``: this host's
+    GPUs, or ``pool="off"``: none) until the block ends."""
     port, passwords = prepare(root, students, instructors, *extra, pool=pool)
     log = root.parent / f"{root.name}-hub.log"
     with log.open("w") as out:

@@ -52,7 +52,7 @@ def _pool_service_token(klass: RunningClass) -> str:
 
     for proc in psutil.process_iter(["cmdline"]):
         cmd = proc.info["cmdline"] or []
-        if "pool" in cmd and "--hub" in cmd and str(klass.pool_port) in cmd:
+        if "serve" in cmd and "--hub" in cmd and str(klass.pool_port) in cmd:
             return proc.environ()["JUPYTERHUB_API_TOKEN"]
     raise AssertionError(f"no pool process on port {klass.pool_port}")
 

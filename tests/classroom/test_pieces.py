@@ -23,8 +23,13 @@ def test_settings_refuse_what_the_hub_or_the_folders_would_not_take() -> None:
         ClassSettings(students=["ann"], instructors=[])
     with pytest.raises(ClassError, match="registration"):
         ClassSettings(students=[], instructors=[], auth="lti")
-    s = ClassSettings(students=["ann"], instructors=["tom"], pool="fake")
+    with pytest.raises(ClassError, match="pool must be one of gpu, off, not 'fake'"):
+        ClassSettings(students=["ann"], instructors=["tom"], pool="fake")      # a class's pool judges on GPUs
+    with pytest.raises(ClassError, match="pool_program"):
+        ClassSettings(students=["ann"], instructors=["tom"], pool_program=[])
+    s = ClassSettings(students=["ann"], instructors=["tom"], pool="off", pool_program=["pool_service.py"])
     assert ClassSettings.from_dict(json.loads(s.to_json())) == s
+    assert ClassSettings(students=[], instructors=["tom"]).pool_program == ["-m", "pool"]
 
 
 def test_passwords_verify_only_for_their_user_and_can_be_replaced() -> None:

@@ -12,6 +12,7 @@ from pool.limits import StudentLimits, UsageLedger
 from pool.scheduler import Executor, FairScheduler
 from pool.service import Pool, RunningService
 from pool.worker import LocalExecutor, sandbox_problem
+from tests.support.fake_judge import fake_judge_command
 
 from .helpers import Klass, make_class
 
@@ -22,8 +23,8 @@ def klass(tmp_path: Path) -> Klass:
 
 
 def fake_judges() -> LocalExecutor:
-    """One fake GPU; each request in a real judge process (the fake backend), sandboxed where bubblewrap works."""
-    return LocalExecutor(["0"], backend="fake", sandbox=not sandbox_problem(), memory_limit_mb=4096)
+    """One fake GPU; each request in a real judge process (the fake judge), sandboxed where bubblewrap works."""
+    return LocalExecutor(["0"], sandbox=not sandbox_problem(), memory_limit_mb=4096, command=fake_judge_command())
 
 
 @pytest.fixture
@@ -33,8 +34,7 @@ def start(klass: Klass) -> Iterator[Callable[..., RunningService]]:
         def run(executor: Executor | None = None, slots: int = 2, job_timeout_s: float = 30.0, prefix: str = "/",
                 **limits: Any) -> RunningService:
             scheduler = FairScheduler(executor or fake_judges(), slots, job_timeout_s)
-            pool = Pool(Authenticator(klass.roster, klass.store), UsageLedger(StudentLimits(**limits)), scheduler,
-                        "fake")
+            pool = Pool(Authenticator(klass.roster, klass.store), UsageLedger(StudentLimits(**limits)), scheduler)
             return stack.enter_context(RunningService(pool, prefix=prefix))
 
         yield run

@@ -9,6 +9,7 @@ import pytest
 
 from pool.worker import sandbox_problem
 from tests.support import ROOT
+from tests.support.fake_judge import fake_judge_command
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +24,8 @@ def bench():
 @pytest.mark.slow
 def test_the_tables_of_a_small_class_with_the_fake_judge(bench) -> None:
     sandbox = not sandbox_problem()
-    overhead = bench.measure_overhead(2, "fake", "0", sandbox)
-    load = bench.simulate_class(4, 2, 0.05, "fake", "0", sandbox, slots=2)
+    overhead = bench.measure_overhead(2, fake_judge_command(), "0", sandbox)
+    load = bench.simulate_class(4, 2, 0.05, fake_judge_command(), "0", sandbox, slots=2)
     assert load["checks"] == load["passed"] == 8
     assert 0 <= load["wait_median_s"] <= load["wait_p90_s"] and load["total_median_s"] > 0
     assert overhead["device"].startswith("fake GPU") and overhead["local_median_s"] > 0

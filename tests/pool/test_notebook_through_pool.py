@@ -63,7 +63,7 @@ def _work_through(assignment: str, start: Callable[..., RunningService], klass: 
     from gemmlab.notebook.headless import notebook_client
 
     judges = Counting(ScriptedExecutor(delay_s=0.0) if backend == "fake" else
-                      LocalExecutor(["0"], backend=backend, sandbox=not sandbox_problem()))   # as `python -m pool` serves
+                      LocalExecutor(["0"], sandbox=not sandbox_problem()))   # the GPU judge, as `python -m pool` serves
     service = start(judges, slots=1, job_timeout_s=600.0)   # the per-student limits as served by default
     name, source, release = gf.course_parts(assignment)
     nb = nbformat.reads(json.dumps(gf.solved(source, release)), as_version=4)   # sources as strings

@@ -8,6 +8,7 @@ import pytest
 from gemmlab.judge import JudgeReport
 from pool.errors import PoolError
 from pool.ray_pool import AUTH_MODE_ENV, require_ray_auth
+from tests.support.fake_judge import fake_judge_command
 
 from .helpers import Klass, call, request
 
@@ -31,8 +32,8 @@ def test_checks_and_timings_run_on_ray_gpu_actors(start, klass: Klass, monkeypat
     from pool.worker import sandbox_problem
 
     monkeypatch.delenv(AUTH_MODE_ENV, raising=False)
-    executor = RayExecutor(None, "fake", not sandbox_problem(), 4096, slots_per_gpu=2,
-                           init_kwargs={"num_cpus": 2, "num_gpus": 1})
+    executor = RayExecutor(None, not sandbox_problem(), 4096, slots_per_gpu=2,
+                           init_kwargs={"num_cpus": 2, "num_gpus": 1}, command=fake_judge_command())
     assert os.environ[AUTH_MODE_ENV] == "token"
     service = start(executor, slots=2)
     for action, verdict in (("check", "passed"), ("bench", "passed")):

@@ -4,8 +4,9 @@ Why here, in the tests' support: it passes every kernel not named ``*_wrong`` (a
 ways below), so it must never be what a production judge runs; ``python -m gemmlab.judge`` knows only the GPU
 backend. Tests use :class:`FakeBackend` in process (``gemmlab.judge.backend.judge(request, FakeBackend())``),
 or as a judge process: this file is a script (:func:`main` is ``gemmlab.judge.__main__.serve`` with this
-backend) that :func:`gemmlab.judge.client.judge_command` runs by its text for the backend named "fake", so it
-runs inside the grading sandbox too, where nothing of the repository but gemmlab is visible.
+backend), and :func:`fake_judge_command` is the command line that runs it by its text (``python -c``), so it
+runs inside the grading sandbox too, where nothing of the repository but gemmlab is visible. Tests hand that
+command to ``gemmlab.judge.client.judge`` and to the pool's executors, which otherwise run the GPU judge.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import secrets
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 from gemmlab.checking.copy_check import MAP_TILE, copy_failure_message
@@ -163,6 +165,11 @@ class FakeBackend:
         tflops = 2.0 * M * N * K / 1e-3 / 1e12
         return BenchResult(request.shape, request.spec.convention, request.dtype, request.out_dtype or request.dtype,
                            1.0, tflops, 0.5, 2 * tflops, 0.5, self.DEVICE, 10, request.spec.name)
+
+
+def fake_judge_command(compile_memory_mb: int = 16384, python: str = sys.executable) -> list[str]:
+    """The command line of one fake judge process: this file run by its text, with the GPU judge's options."""
+    return [python, "-s", "-P", "-c", Path(__file__).read_text(), "--compile-memory-mb", str(int(compile_memory_mb))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

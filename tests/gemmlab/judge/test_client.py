@@ -1,6 +1,6 @@
 """``client.judge``: one fresh ``python -m gemmlab.judge`` process per request, whatever it does.
 
-Uses the fake backend (no GPU): the real process, pipes, limits and protocol, with kernels whose
+Uses the fake judge (tests/support/fake_judge.py, no GPU): the real process, pipes, limits and protocol, with kernels whose
 behaviour (pass, wrong, hang, fault, crash, stall, flood) the fake reads from their names.
 """
 from __future__ import annotations
@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
+import gemmlab.judge.client
 from gemmlab.results import CheckResult
 from gemmlab.judge import JudgeError, JudgeRequest
 from gemmlab.judge.client import ENV_ALLOW, judge, judge_command, judge_environment, run_judge
+
+from tests.support.fake_judge import fake_judge_command
 
 from .cases import naive_spec
 
@@ -21,8 +24,8 @@ pytestmark = pytest.mark.slow
 
 
 def fake(name: str, timeout_s: float = 30.0, **request: object):
-    return judge(JudgeRequest(naive_spec(name), **request), timeout_s=timeout_s, backend="fake",
-                 memory_limit_mb=4096)
+    return judge(JudgeRequest(naive_spec(name), **request), timeout_s=timeout_s, memory_limit_mb=4096,
+                 command=fake_judge_command())
 
 
 def test_a_correct_kernel_passes_and_a_wrong_one_fails_with_heatmap_data() -> None:
@@ -58,7 +61,7 @@ def test_a_kernel_writing_to_stdout_cannot_forge_or_garble_the_report() -> None:
 
 
 def test_a_malformed_request_is_refused_by_the_judge_process() -> None:
-    report = run_judge(judge_command("fake"), b'{"spec": {"source": "x", "name": "k"}, "seed": 1}', 30)
+    report = run_judge(fake_judge_command(), b'{"spec": {"source": "x", "name": "k"}, "seed": 1}', 30)
     assert report.verdict == "refused" and "seed" in report.error
 
 
@@ -100,9 +103,18 @@ def test_the_judge_runs_in_an_empty_directory_outside_the_callers() -> None:
 def test_the_production_judge_has_no_fake_backend() -> None:
     import gemmlab.judge.backend
 
-    command = judge_command("gpu")[:-2] + ["--backend", "fake"]
+    command = judge_command()[:-2] + ["--backend", "fake"]
     report = run_judge(command, JudgeRequest(naive_spec()).to_json().encode(), 60)
     assert report.verdict == "crashed" and "unrecognized arguments: --backend fake" in report.error
     assert not hasattr(gemmlab.judge.backend, "FakeBackend")
-    with pytest.raises(JudgeError, match="backend is one of gpu, fake"):
-        judge_command("anything")
+    assert judge_command()[1:5] == ["-s", "-P", "-m", "gemmlab.judge"]
+    assert "fake" not in Path(gemmlab.judge.client.__file__).read_text().lower()
+
+
+def test_the_default_judge_is_the_gpu_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = {}
+    monkeypatch.setattr(gemmlab.judge.client, "run_judge", lambda command, *a, **k: seen.setdefault("c", command))
+    judge(JudgeRequest(naive_spec()), timeout_s=5, compile_memory_mb=1234)
+    assert seen["c"] == judge_command(1234)
+    with pytest.raises(JudgeError, match="takes a JudgeRequest"):
+        judge("not a request")

@@ -14,7 +14,7 @@ import pytest
 from gemmlab.errors import ContextLostError
 from gemmlab.judge import JudgeError, JudgeReport, JudgeRequest, KernelSpec
 from gemmlab.judge.backend import judge
-from tests.support.fake_judge import FakeBackend
+from tests.support.fake_judge import FakeBackend, fake_judge_command
 from gemmlab.judge.client import judge as judge_in_process
 from gemmlab.judge.profile_options import MAX_BUFFER_RECORDS, MAX_CAPACITY, ProfileOptions
 from gemmlab.judge.profiled_calls import check_request, launched_kernels
@@ -108,7 +108,7 @@ def test_a_profile_comes_after_a_checked_call() -> None:
 
 
 def test_a_profile_in_a_real_judge_process() -> None:
-    report = judge_in_process(request("profile"), timeout_s=120, backend="fake", memory_limit_mb=4096)
+    report = judge_in_process(request("profile"), timeout_s=120, memory_limit_mb=4096, command=fake_judge_command())
     assert report.verdict == "passed" and Readout.from_dict(report.profile["readout"]).device.startswith("fake GPU")
 
 

@@ -61,7 +61,7 @@ def pool_on_this_gpu() -> Iterator[FakePool]:
     def on_gpu(request: JudgeRequest) -> JudgeReport:
         env = judge_environment()
         env.pop(gpu_module.HIDE_ENV, None)  # the judge uses the GPU the notebook below is hidden from
-        return run_judge(judge_command("gpu"), request.to_json().encode(), 300, env=env)
+        return run_judge(judge_command(), request.to_json().encode(), 300, env=env)
 
     with FakePool(on_gpu) as pool:
         yield pool

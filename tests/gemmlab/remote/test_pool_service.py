@@ -24,12 +24,12 @@ def service(tmp_path: Path, no_gpu: None, monkeypatch: pytest.MonkeyPatch) -> It
     from pool.service import Pool, RunningService
     from pool.worker import LocalExecutor
     from tests.pool.helpers import make_class
+    from tests.support.fake_judge import fake_judge_command
 
     connection.forget()
     klass = make_class(tmp_path)
-    judges = LocalExecutor(["0"], backend="fake", sandbox=False, memory_limit_mb=4096)
-    pool = Pool(Authenticator(klass.roster, klass.store), UsageLedger(StudentLimits()), FairScheduler(judges, 2, 60.0),
-                "fake")
+    judges = LocalExecutor(["0"], sandbox=False, memory_limit_mb=4096, command=fake_judge_command())
+    pool = Pool(Authenticator(klass.roster, klass.store), UsageLedger(StudentLimits()), FairScheduler(judges, 2, 60.0))
     with RunningService(pool) as running:
         yield running.url, klass
 
