@@ -38,7 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--ip", default=None, help="address the Hub listens on (default 127.0.0.1)")
     q.add_argument("--port", type=int, default=None, help="the Hub's port (default 8000)")
     q.add_argument("--pool", choices=POOL_KINDS, default=None,
-                   help="the GPU pool: this host's GPUs (default), or off (a host without a GPU: GPU cells need a GPU of the student's own)")
+                   help="the GPU pool: this host's GPUs (default), or off (a host without a GPU; GPU cells then "
+                        "need a GPU of the student's own)")
     q.add_argument("--pool-port", type=int, default=None)
     q.add_argument("--prepare-only", action="store_true", help="make the folder and passwords, do not run the Hub")
     for name, text in (("release", "put an assignment in the exchange"), ("collect", "gather hand-ins for grading"),
