@@ -1,7 +1,7 @@
 """``client.judge``: one fresh ``python -m gemmlab.judge`` process per request, whatever it does.
 
-Uses the fake judge (tests/support/fake_judge.py, no GPU): the real process, pipes, limits and protocol, with kernels whose
-behaviour (pass, wrong, hang, fault, crash, stall, flood) the fake reads from their names.
+Uses the fake judge (tests/support/fake_judge.py, no GPU): the real process, pipes, limits and protocol, with
+kernels whose behaviour (pass, wrong, hang, fault, crash, stall, flood) the fake reads from their names.
 """
 from __future__ import annotations
 
