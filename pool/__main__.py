@@ -77,12 +77,19 @@ def issue(args: argparse.Namespace) -> int:
 ExecutorFactory = Callable[[argparse.Namespace], Executor]
 
 
-def gpu_executor(args: argparse.Namespace) -> Executor:
-    """The GPU judges of ``serve``'s options: this host's GPUs (``--ray off``) or a Ray cluster's, sandboxed."""
-    sandbox = not args.no_sandbox
-    if sandbox and (why := sandbox_problem()):
+def sandboxed(args: argparse.Namespace) -> bool:
+    """Whether ``serve``'s judges run in the grading sandbox (unless ``--no-sandbox``); PoolError where it cannot."""
+    if args.no_sandbox:
+        return False
+    if why := sandbox_problem():
         raise PoolError(f"the judge cannot run in the grading sandbox here: {why}. Install bubblewrap, or pass "
                         "--no-sandbox on a host that runs nothing else.")
+    return True
+
+
+def gpu_executor(args: argparse.Namespace) -> Executor:
+    """The GPU judges of ``serve``'s options: this host's GPUs (``--ray off``) or a Ray cluster's, sandboxed."""
+    sandbox = sandboxed(args)
     if args.ray == "off":
         gpus = args.gpus.split(",") if args.gpus else visible_gpus()
         if not gpus:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # run as a script: the checkout's packages
 
-from pool.__main__ import main  # noqa: E402
+from pool.__main__ import main, sandboxed  # noqa: E402
 from pool.errors import PoolError  # noqa: E402
 from pool.scheduler import Executor  # noqa: E402
-from pool.worker import LocalExecutor, sandbox_problem  # noqa: E402
+from pool.worker import LocalExecutor  # noqa: E402
 from tests.support.fake_judge import fake_judge_command  # noqa: E402
 
 #: The fake judge's address-space limit (it opens no CUDA context, so one can be set).
@@ -28,11 +28,7 @@ def fake_executor(args: argparse.Namespace) -> Executor:
     """The fake judge on ``--gpus`` (CUDA-index-like labels, default "0"), sandboxed unless ``--no-sandbox``."""
     if args.ray != "off":
         raise PoolError("the fake pool runs without Ray: pass --ray off.")
-    sandbox = not args.no_sandbox
-    if sandbox and (why := sandbox_problem()):
-        raise PoolError(f"the judge cannot run in the grading sandbox here: {why}. Install bubblewrap, or pass "
-                        "--no-sandbox.")
-    return LocalExecutor((args.gpus or "0").split(","), sandbox, MEMORY_LIMIT_MB, fake_judge_command())
+    return LocalExecutor((args.gpus or "0").split(","), sandboxed(args), MEMORY_LIMIT_MB, fake_judge_command())
 
 
 if __name__ == "__main__":
