@@ -23,6 +23,7 @@ Prints three tables (run on a GPU machine with bubblewrap on PATH):
 from __future__ import annotations
 
 import argparse
+import atexit
 import copy
 import json
 import os
@@ -53,6 +54,7 @@ from usage import UsageSampler, cpu_pace  # noqa: E402
 def _course(assignments: list[str], source: Path = ROOT) -> Course:
     """A fresh course folder with these assignments of ``source`` (its solutions/ and course/)."""
     root = Path(tempfile.mkdtemp(prefix="gemmlab-gradebench-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)    # graded copies of the course: not kept
     for a in assignments:
         shutil.copytree(source / "solutions" / a, root / "solutions" / a)
         if (source / "course" / a).is_dir():    # else the release nbgrader generates

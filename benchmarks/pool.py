@@ -17,8 +17,10 @@ Two tables, on one host (the service on 127.0.0.1, judges on one GPU):
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -83,6 +85,7 @@ def memory_limit(judge: Sequence[str] | None) -> int | None:
 def start_pool(students: list[str], judge: Sequence[str] | None, gpu: str, sandbox: bool,
                slots: int) -> tuple[RunningService, dict]:
     folder = Path(tempfile.mkdtemp(prefix="gemmlab-poolbench-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # the roster and its tokens: not kept
     (folder / "roster.csv").write_text("id\n" + "\n".join(students) + "\n")
     store = TokenStore()
     tokens = {t.student: t.token for t in store.issue(students, 86400)}

@@ -18,6 +18,8 @@ Tags in use: ``kernel:gemm05_cpp``, ``kernel:gemm05_dsl`` (notebook 05),
 """
 from __future__ import annotations
 
+import atexit
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -31,6 +33,16 @@ if str(ROOT) not in sys.path:   # imported with tools/ on the path, the reposito
 from autograder.cell_metadata import KERNEL_PART_TAG, KERNEL_TAG, tags  # noqa: E402
 
 SOLUTIONS = ROOT / "solutions"
+
+
+def cell_folder(label: str) -> Path:
+    """A new temporary folder for cells run from files, removed when this process exits.
+
+    Why not at once: the CuTe DSL reads a function's source from its file each time it compiles it, so the
+    files must live as long as the functions they define."""
+    folder = Path(tempfile.mkdtemp(prefix=f"gemmlab-{label}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 class SolutionCellError(LookupError):
@@ -91,7 +103,7 @@ def load_namespace(assignment: str, tags: list[str], sources: dict[str, str] | N
     ns: dict = {"__name__": f"solution_{assignment}"}
     exec("import gemmlab, torch", ns)
     # The CuTe DSL reads its functions' source with inspect: each cell is run from a real file.
-    folder = Path(tempfile.mkdtemp(prefix=f"gemmlab-{assignment}-cells-"))
+    folder = cell_folder(f"{assignment}-cells")
     for index, tag in enumerate(tags):
         src = cell_source(assignment, tag)
         if sources and tag in sources:

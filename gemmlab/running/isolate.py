@@ -25,10 +25,12 @@ that such a job can import: the way to run a CuTe DSL kernel from a notebook in 
 """
 from __future__ import annotations
 
+import atexit
 import inspect
 import linecache
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -226,7 +228,8 @@ def export_module(name: str, objects: list[Any], constants: dict[str, Any] | Non
                   folder: str | os.PathLike | None = None) -> str:
     """Write the whole cells (or files) that define ``objects`` to ``<folder>/<name>.py``, in the
     order the objects are given, then ``constants`` as assignments; returns the folder, for
-    ``sys.path`` in a :func:`run_isolated` job.
+    ``sys.path`` in a :func:`run_isolated` job. Without ``folder``, a new temporary one, removed when
+    this Python process (the notebook's kernel) exits.
 
     Why whole cells and not ``inspect.getsource`` of each function: the CuTe DSL rewrites a
     function the first time it compiles it, after which ``inspect.getsource`` loses the
@@ -250,7 +253,11 @@ def export_module(name: str, objects: list[Any], constants: dict[str, Any] | Non
         parts.append(f"# --- from {path}\n{text.rstrip()}\n")
     for key, value in (constants or {}).items():
         parts.append(f"{key} = {value!r}\n")
-    out = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix=f"gemmlab-{name}-"))
+    if folder is None:      # one of its own, which goes when this Python exits (each call makes a new one)
+        out = Path(tempfile.mkdtemp(prefix=f"gemmlab-{name}-"))
+        atexit.register(shutil.rmtree, out, ignore_errors=True)
+    else:
+        out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.py").write_text("\n\n".join(parts))
     return str(out)

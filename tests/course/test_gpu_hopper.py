@@ -8,7 +8,6 @@ cuBLAS is benchmarks/solutions.py's table, not a test.
 """
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -66,7 +65,7 @@ result = float((D.float() - A.float() @ B.float().T).abs().max())
 
 
 def _child_module() -> str:
-    folder = tempfile.mkdtemp(prefix="gemmlab-07-test-")
+    folder = str(solution_cells.cell_folder("07-test"))
     source = "\n\n".join(solution_cells.cell_source(ASSIGNMENT, t) for t in TAGS[:3])
     Path(folder, "hopper_child.py").write_text(source)
     return folder

@@ -9,8 +9,6 @@ reads (values, C expressions, or a kernel's machine code, where no kernel was bu
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -20,6 +18,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 from tests.support import ROOT  # noqa: E402
 from tests.support.graded_cells import cells_by_grade_id, python  # noqa: E402
 from autograder.cell_metadata import grade_id, is_answer, is_graded  # noqa: E402
+from solution_cells import cell_folder  # noqa: E402
 
 
 def _graded(cell) -> bool:
@@ -35,7 +34,7 @@ def test_every_graded_cell_fails_on_the_untouched_release(assignment: str, no_gp
     monkeypatch.chdir(ROOT / "course" / assignment)
     release = nbformat.read(ROOT / "course" / assignment / f"{assignment}.ipynb", as_version=4)
     instructor = cells_by_grade_id(assignment)
-    folder = Path(tempfile.mkdtemp(prefix=f"gemmlab-{assignment}-release-"))
+    folder = cell_folder(f"{assignment}-release")
     ns: dict = {"__name__": f"release_{assignment}"}
     graded, passed = [], []
     for index, cell in enumerate(release.cells):

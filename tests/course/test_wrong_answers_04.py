@@ -14,8 +14,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +24,7 @@ from tests.support import kernels04 as K  # noqa: E402
 from tests.support.fake_kernels04 import fake_kernel, gpu_world, owner_map  # noqa: E402
 from tests.support.graded_cells import cells_by_grade_id  # noqa: E402
 from tests.support.notebook_cells import gpu_hidden, notebook_namespace, run_cell  # noqa: E402
+from solution_cells import cell_folder  # noqa: E402
 
 NB = "04_mma"
 # The cells every graded test below needs, in notebook order (no kernel is compiled).
@@ -42,7 +41,7 @@ def notebook():
     with gpu_hidden():
         ns, graded = notebook_namespace(NB, CONTEXT)
         # The check lists of the kernels' tests, without compiling the notebook's kernels.
-        cells, folder = cells_by_grade_id(NB), Path(tempfile.mkdtemp())
+        cells, folder = cells_by_grade_id(NB), cell_folder("04-wrong")
         run_cell(ns, "simt_checks", cells["simt_check"].split("SIMT_OPTIONS =")[0], folder)
         run_cell(ns, "tile_checks", cells["tile_check_helpers"].split("TILE_OPTIONS =")[0], folder)
         yield ns, graded

@@ -12,8 +12,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +22,7 @@ from tests.support import kernels04 as K  # noqa: E402
 from tests.support.fake_kernels04 import fake_kernel, gpu_world, owner_map  # noqa: E402
 from tests.support.graded_cells import cells_by_grade_id  # noqa: E402
 from tests.support.notebook_cells import gpu_hidden, notebook_namespace, run_cell  # noqa: E402
+from solution_cells import cell_folder  # noqa: E402
 
 NB = "04b_tiled_mma"
 CONTEXT = ["setup", "dsl_helpers", "dsl_truth", "warp_maps", "cta_mma_params", "cta_mma_checker", "plan_answer",
@@ -39,7 +38,7 @@ def notebook():
         ns, graded = notebook_namespace(NB, CONTEXT)
         # The check list of the CTA kernel's test, without compiling the notebook's kernels.
         checks = cells_by_grade_id(NB)["cta_check"].split("CTA_OPTIONS =")[0]
-        run_cell(ns, "cta_checks", checks, Path(tempfile.mkdtemp()))
+        run_cell(ns, "cta_checks", checks, cell_folder("04b-wrong"))
         yield ns, graded
 
 
@@ -174,7 +173,7 @@ def test_plan_fails_answers_made_for_the_visible_problems(notebook) -> None:
     visible = cells["test_plan"].split("### BEGIN HIDDEN TESTS")[0]
     assert all(f'"M": {m}' in visible for m in visible_m), "the visible problems changed: update visible_m"
     ns, _ = notebook
-    run_cell({**ns, "plan_cta": remembered}, "test_plan_visible", visible, Path(tempfile.mkdtemp()))   # visible only
+    run_cell({**ns, "plan_cta": remembered}, "test_plan_visible", visible, cell_folder("04b-wrong"))   # visible only
     with pytest.raises(AssertionError):
         graded("test_plan", plan_cta=remembered)
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import random
 import re
-import tempfile
-from pathlib import Path
 
 import matplotlib
 import pytest
 
 from tests.support.graded_cells import cells_by_grade_id, python, run_cells, visible_part
 from autograder.cell_metadata import is_answer
+from solution_cells import cell_folder
 
 matplotlib.use("Agg")
 NB = "05_global_gemm"
@@ -243,7 +242,7 @@ def _run_files(grade_ids: list[str], replace: dict[str, str] | None = None, name
     """``run_cells`` with each cell written to a file first, so that CuTe DSL functions have a source."""
     cells = cells_by_grade_id(NB)
     replace = replace or {}
-    folder = Path(tempfile.mkdtemp(prefix="gemmlab-05-steps-"))
+    folder = cell_folder("05-steps")
     ns = namespace if namespace is not None else {"__name__": "notebook_05_steps"}
     random.seed(0)
     for gid in grade_ids:

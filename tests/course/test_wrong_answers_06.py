@@ -11,14 +11,13 @@ kernel's results are checked on a GPU (tests/course/test_gpu_pipelining.py).
 from __future__ import annotations
 
 import re
-import tempfile
-from pathlib import Path
 
 import matplotlib
 import pytest
 
 from tests.support.graded_cells import cells_by_grade_id, python, run_cells, visible_part
 from autograder.cell_metadata import grade_id, is_answer
+from solution_cells import cell_folder
 
 matplotlib.use("Agg")
 NB = "06_pipelining"
@@ -208,7 +207,7 @@ def _run_kernel_test(replace: dict[str, str] | None = None, tests: list[str] = K
                      cells: list[str] = KERNEL_CELLS, start: dict | None = None) -> dict:
     """Exercise 3's tests with option B only (option A left alone), each cell run from a file."""
     source = cells_by_grade_id(NB)
-    folder = Path(tempfile.mkdtemp(prefix="gemmlab-06-kernel-"))
+    folder = cell_folder("06-kernel")
     ns: dict = {"__name__": "notebook_06", "cpp_gemm": None, **(start or {})}
     for gid in cells + tests:
         text = python((replace or {}).get(gid, source[gid]))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import operator
+import os
 import sys
 import time
 
@@ -116,3 +117,19 @@ def test_export_module_writes_whole_defining_cells_then_constants(tmp_path) -> N
         sys.modules.pop("cellmod", None)
     with pytest.raises(GemmlabError, match="not a valid module name"):
         gemmlab.export_module("no-dash", [namespace["area"]])
+
+
+def test_export_module_removes_its_own_folder_when_the_process_exits(tmp_path) -> None:
+    """Each run of a notebook cell makes a new folder: they must not pile up in /tmp for the kernel's lifetime
+    and after."""
+    import subprocess
+
+    cell = tmp_path / "cell.py"
+    cell.write_text("def f():\n    return 1\n")
+    child = ("import sys, gemmlab; sys.path.insert(0, sys.argv[1]); import cell; "
+             "folder = gemmlab.export_module('made', [cell.f]); print(folder); "
+             "import os; assert os.path.isfile(os.path.join(folder, 'made.py'))")
+    done = subprocess.run([sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    folder = done.stdout.strip().splitlines()[-1]
+    assert folder.startswith("/") and not os.path.exists(folder), f"{folder} outlived its process"

@@ -10,10 +10,9 @@ from __future__ import annotations
 import contextlib
 import io
 import random
-import tempfile
-from pathlib import Path
 
 from tests.support.graded_cells import cells_by_grade_id, python
+from solution_cells import cell_folder
 
 NB = "08_cuda_ladder"
 BASE = ["setup", "launcher", "chart", "check_helpers"]
@@ -51,7 +50,7 @@ def graded(test: str, answers: dict[str, str] | None = None) -> str:
     random.seed(0)
     ns: dict = {"__name__": "notebook_08"}
     out = io.StringIO()
-    folder = Path(tempfile.mkdtemp(prefix="gemmlab-08-wrong-"))
+    folder = cell_folder("08-wrong")
 
     def run(gid: str, source: str) -> None:
         path = folder / f"{gid}.py"      # from a file, as IPython keeps cells: inspect reads a function's source

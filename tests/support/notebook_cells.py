@@ -6,12 +6,12 @@ included, with a wrong answer in place of the student's, as the grader would.
 """
 from __future__ import annotations
 
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from tests.support.graded_cells import cells_by_grade_id
+from solution_cells import cell_folder
 
 
 def run_cell(ns: dict, name: str, source: str, folder: Path) -> None:
@@ -25,7 +25,7 @@ def notebook_namespace(assignment: str, context: list[str]) -> tuple[dict, Calla
     """The namespace after the cells ``context`` (grade_ids, in order), and ``graded(test, **answers)``: run
     graded cell ``test`` in a copy of it with ``answers`` in place of the notebook's names (returns that copy)."""
     cells = cells_by_grade_id(assignment)
-    folder = Path(tempfile.mkdtemp(prefix=f"gemmlab-{assignment}-wrong-"))
+    folder = cell_folder(f"{assignment}-wrong")
     ns: dict[str, Any] = {"__name__": f"nb_{assignment}"}
     for name in context:
         run_cell(ns, name, cells[name], folder)

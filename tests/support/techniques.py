@@ -47,12 +47,9 @@ def cell(assignment: str, grade_id: str) -> str:
 def run_sources(label: str, sources: list[str]) -> dict[str, Any]:
     """A fresh namespace with ``sources`` run in order, each from a file of its own (the CuTe DSL reads its
     functions' source with inspect)."""
-    import tempfile
-    from pathlib import Path
-
     ns: dict[str, Any] = {"__name__": f"techniques_{label}"}
     exec("import gemmlab, torch", ns)
-    folder = Path(tempfile.mkdtemp(prefix=f"gemmlab-{label}-"))
+    folder = solution_cells.cell_folder(label)
     for index, text in enumerate(sources):
         path = folder / f"cell{index}.py"
         path.write_text(text)

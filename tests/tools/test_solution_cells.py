@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import nbformat
 import pytest
@@ -80,3 +81,19 @@ def test_a_kernel_cut_into_steps_is_its_cells_joined_in_notebook_order(fake_solu
     assert edited["SRC"] == "edited"
     with pytest.raises(solution_cells.SolutionCellError, match="found no cell"):
         solution_cells.cell_source(fake_solutions, "kernel:other")   # parts alone are no kernel
+
+
+def test_cell_folders_outlive_the_call_and_go_with_the_process() -> None:
+    """The files stay while the functions they define may be compiled again, and go when the process exits."""
+    import subprocess
+    import sys
+
+    child = ("import os, sys; sys.path.insert(0, sys.argv[1]); import solution_cells; "
+             "f = solution_cells.cell_folder('exit-test'); (f / 'cell0.py').write_text('x = 1'); print(f)")
+    done = subprocess.run([sys.executable, "-c", child, str(ROOT / "tools")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    folder = done.stdout.strip().splitlines()[-1]
+    assert "gemmlab-exit-test-" in folder and not os.path.exists(folder), f"{folder} outlived its process"
+    here = solution_cells.cell_folder("exit-test")
+    assert here.is_dir()                      # this process still runs: the folder is still there
