@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -82,6 +83,25 @@ def _settings(args: argparse.Namespace, where: ClassDir) -> ClassSettings:
     return ClassSettings(students=students, instructors=instructors, lti=lti, **base)
 
 
+#: Seconds the pool may take to say whether it can start (it imports torch to count the GPUs).
+POOL_CHECK_S = 180
+
+
+def check_pool(settings: ClassSettings) -> None:
+    """Ask the pool the Hub would start (``serve --check``) whether it can: else the class would start, its pool
+    would exit at once, and the reason would be only in the Hub's log. ClassError with the pool's reason."""
+    command = settings.pool_command(sys.executable, "--check")
+    try:
+        done = subprocess.run(command, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True,
+                              timeout=POOL_CHECK_S)
+    except subprocess.TimeoutExpired:
+        raise ClassError(f"the GPU pool did not say within {POOL_CHECK_S} s whether it can start "
+                         f"({' '.join(command[1:])}); the Hub was not started.") from None
+    if done.returncode != 0:
+        lines = (done.stderr.strip() or done.stdout.strip() or f"it exited with {done.returncode}").splitlines()
+        raise ClassError(f"the GPU pool cannot start here, so the Hub was not started. {lines[-1]}")
+
+
 def cmd_start(args: argparse.Namespace) -> int:
     from pool.tokens import write_private
 
@@ -108,6 +128,8 @@ def cmd_start(args: argparse.Namespace) -> int:
     hub = shutil.which("jupyterhub", path=str(Path(sys.executable).parent)) or shutil.which("jupyterhub")
     if hub is None:
         raise ClassError("JupyterHub is not installed: pip install -e '.[class]' (scripts/setup.sh --class).")
+    if settings.pool != "off":
+        check_pool(settings)
     env = {**os.environ, "GEMMLAB_CLASS_DIR": str(where.root),
            "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
     print(f"the class: http://{settings.ip}:{settings.port}/ (Ctrl-C stops the Hub, the pool and every server)",

@@ -69,11 +69,9 @@ c.Spawner.http_timeout = 180
 if settings.pool != "off":
     pool_url = f"http://127.0.0.1:{settings.pool_port}"
     c.ClassSpawner.pool_url = f"http://127.0.0.1:{settings.port}/services/{POOL}"
-    ray = [] if "--ray" in settings.pool_args else ["--ray", "off"]
     c.JupyterHub.services = [{
         "name": POOL, "url": pool_url, "display": False, "oauth_no_confirm": True,
-        "command": [sys.executable, *settings.pool_program, "serve", "--hub", "--host", "127.0.0.1",
-                    "--port", str(settings.pool_port), *ray, *settings.pool_args],
+        "command": settings.pool_command(sys.executable, "--host", "127.0.0.1", "--port", str(settings.pool_port)),
         "cwd": str(HERE.parent),
         "environment": {"PATH": os.environ.get("PATH", os.defpath), "CUTE_DSL_ARCH": os.environ.get("CUTE_DSL_ARCH", "sm_90a")},
     }]

@@ -106,6 +106,12 @@ class ClassSettings:
     def role(self, user: str) -> str:
         return "instructor" if user in self.instructors else "student"
 
+    def pool_command(self, python: str, *options: str) -> list[str]:
+        """The pool service's command line as the Hub runs it, with ``options`` (``--port``, or ``--check``)
+        before ``pool_args``; without ``--ray`` there, the pool judges on this host's GPUs (``--ray off``)."""
+        ray = [] if "--ray" in self.pool_args else ["--ray", "off"]
+        return [python, *self.pool_program, "serve", "--hub", *options, *ray, *self.pool_args]
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
 

@@ -47,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="per student: Nsight Compute readouts and timelines, each holding a GPU alone (0: none)")
     serve.add_argument("--job-timeout", type=float, default=300.0, help="wall-clock seconds of one judge process")
     serve.add_argument("--no-sandbox", action="store_true", help="run judges without bubblewrap (trusted hosts only)")
+    serve.add_argument("--check", action="store_true",
+                       help="only say whether serve can start here (sandbox, GPUs; the roster unless --hub), then exit")
     return parser
 
 
@@ -111,11 +113,30 @@ def _authenticator(args: argparse.Namespace) -> Authenticator | HubUsers:
     return HubUsers(hub_auth_from_env(), roster) if args.hub else roster
 
 
+def check(args: argparse.Namespace, make_executor: ExecutorFactory = gpu_executor) -> int:
+    """``serve --check``: what ``serve`` would refuse, said before anything listens, so that a class is not started
+    whose pool would exit at once. With Ray, the cluster's GPUs are found only when the pool starts."""
+    if not args.hub:        # the Hub's credentials exist only in the service the Hub starts
+        _authenticator(args)
+    if args.ray != "off":
+        sandboxed(args)
+        print("python -m pool serve: the sandbox is usable; Ray's GPUs are found when the pool starts.")
+        return 0
+    executor = make_executor(args)
+    try:
+        print(f"python -m pool serve: ready to judge on {', '.join(executor.gpus())}.")
+    finally:
+        executor.close()
+    return 0
+
+
 def serve(args: argparse.Namespace, make_executor: ExecutorFactory = gpu_executor) -> int:
     import os
 
     from .service import Pool, serve_forever
 
+    if args.check:
+        return check(args, make_executor)
     auth = _authenticator(args)
     limits = StudentLimits(args.concurrent_jobs, args.gpu_seconds_per_hour, profiles_per_hour=args.profiles_per_hour)
     executor = make_executor(args)

@@ -32,6 +32,40 @@ def test_settings_refuse_what_the_hub_or_the_folders_would_not_take() -> None:
     assert ClassSettings(students=[], instructors=["tom"]).pool_program == ["-m", "pool"]
 
 
+def test_the_pool_command_is_the_hubs_with_ray_off_unless_the_class_chose_ray() -> None:
+    here = ClassSettings(students=[], instructors=["tom"], pool_args=["--concurrent-jobs", "3"])
+    assert here.pool_command("py", "--check") == ["py", "-m", "pool", "serve", "--hub", "--check", "--ray", "off",
+                                                  "--concurrent-jobs", "3"]
+    ray = ClassSettings(students=[], instructors=["tom"], pool_args=["--ray", "auto"], pool_program=["svc.py"])
+    assert ray.pool_command("py", "--port", "9") == ["py", "svc.py", "serve", "--hub", "--port", "9", "--ray", "auto"]
+
+
+def test_a_class_whose_pool_cannot_start_is_not_started(tmp_path: Path) -> None:
+    """``--pool gpu`` on a host without a GPU: the Hub is not started, and the instructor reads why and what to do
+    (before, the Hub started, the pool exited, and the reason was only in the Hub's log)."""
+    import subprocess
+    import sys
+
+    from tests.classroom.running import class_env, prepare
+    from tests.support import ROOT
+
+    pytest.importorskip("jupyterhub", reason="pip install -e '.[class]' (scripts/setup.sh --class)")
+    root = tmp_path / "class"
+    prepare(root, ["ann"], ["tom"], pool="gpu")
+    settings = json.loads((root / "class.json").read_text())
+    settings["pool_args"] = ["--no-sandbox"]       # the GPU, not this host's bubblewrap, is what is missing
+    (root / "class.json").write_text(json.dumps(settings))
+    try:
+        done = subprocess.run([sys.executable, "-m", "classroom", "start", str(root)], cwd=ROOT,
+                              env={**class_env(), "CUDA_VISIBLE_DEVICES": ""}, capture_output=True, text=True,
+                              timeout=240)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the Hub started although its pool cannot")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "the GPU pool cannot start here, so the Hub was not started" in done.stderr
+    assert "no GPU is visible on this host" in done.stderr and "--pool off" in done.stderr
+
+
 def test_passwords_verify_only_for_their_user_and_can_be_replaced() -> None:
     accounts = Accounts()
     first = accounts.issue(["ann", "bo"])

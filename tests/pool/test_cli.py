@@ -42,3 +42,37 @@ def test_the_executor_comes_from_the_caller_with_the_parsed_options(tmp_path: Pa
     assert main(["serve", "--roster", _roster(tmp_path), "--ray", "off", "--gpus", "3"], make_executor=refuse) == 2
     assert seen[0].gpus == "3" and seen[0].ray == "off"
     assert "python -m pool serve: no judges today" in capsys.readouterr().err
+
+
+def test_check_says_the_pool_cannot_start_without_a_gpu_and_listens_nowhere(tmp_path: Path, monkeypatch,
+                                                                             capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert main(["serve", "--hub", "--check", "--ray", "off", "--no-sandbox"]) == 2
+    err = capsys.readouterr().err
+    assert "no GPU is visible on this host" in err and "--pool off" in err
+
+
+def test_check_builds_the_judges_and_closes_them_without_serving(tmp_path: Path, monkeypatch,
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    """``--check`` with ``--hub`` needs none of the Hub's credentials (only the service the Hub starts has them)."""
+    import pool.service
+
+    closed: list[bool] = []
+
+    class Judges:
+        def gpus(self) -> list[str]:
+            return ["host gpu 0", "host gpu 1"]
+
+        def close(self) -> None:
+            closed.append(True)
+
+    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+    monkeypatch.setattr(pool.service, "serve_forever", lambda *a, **k: pytest.fail("--check must not serve"))
+    assert main(["serve", "--hub", "--check", "--ray", "off", "--gpus", "0,1"], make_executor=lambda args: Judges()) == 0
+    assert closed == [True]
+    assert "ready to judge on host gpu 0, host gpu 1" in capsys.readouterr().out
+
+
+def test_check_without_the_hub_still_needs_a_roster(capsys: pytest.CaptureFixture) -> None:
+    assert main(["serve", "--check", "--ray", "off"], make_executor=lambda args: pytest.fail("not reached")) == 2
+    assert "--roster" in capsys.readouterr().err
