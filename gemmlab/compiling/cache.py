@@ -15,7 +15,7 @@ import secrets
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
 
 #: The folder of the cache this process reads and writes (default ``~/.cache/gemmlab``).
 CACHE_ENV = "GEMMLAB_CACHE"
@@ -91,26 +91,43 @@ def claim(kind: str, key: str, wait_s: float) -> Iterator[None]:
     two test workers, compiling the same kernel at once). Past the wait, or where the cache cannot hold a
     lock file (read-only), it goes on without the claim: a claim only saves work, it never blocks it."""
     lock = _path(kind, key).with_name(f".claim-{key}")
-    try:
-        handle = open(lock, "w")
-    except OSError:
+    handle, held = _lock(lock, time.monotonic() + wait_s)
+    if handle is None:
         yield
         return
     with handle:
-        deadline, held = time.monotonic() + wait_s, False
-        while not held:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                held = True
-            except OSError:
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(0.1)
         try:
             yield
         finally:
-            if held:     # no lock file stays beside the entry; a waiter on this file reads the stored entry
+            if held:     # no lock file stays beside the entry; a waiter on this file opens it again
                 lock.unlink(missing_ok=True)
+
+
+def _lock(lock: Path, deadline: float) -> tuple[IO[str] | None, bool]:
+    """``(open file, held)`` for the claim's lock file, waiting until ``deadline``; ``(None, False)`` where it cannot
+    be opened. A lock won on a file its holder has since removed is a lock on nothing (a newcomer makes a new file
+    and holds that): then the file is opened again, so that no two processes ever hold one claim."""
+    while True:
+        try:
+            handle = open(lock, "w")
+        except OSError:
+            return None, False
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return handle, False
+                time.sleep(0.1)
+        try:
+            now = os.stat(lock)
+        except FileNotFoundError:
+            now = None
+        mine = os.fstat(handle.fileno())
+        if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+            return handle, True
+        handle.close()
 
 
 def load_json(kind: str, key: str) -> dict | None:

@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,44 @@ def test_processes_compiling_one_kernel_at_once_compile_it_once(private_cache: P
             for _ in range(2)]
     cached = sorted(json.loads(run.communicate(timeout=300)[0].strip().splitlines()[-1]) for run in runs)
     assert cached == [False, True], "both processes compiled the kernel"
+
+
+def test_waiters_on_a_claim_given_up_without_its_entry_never_hold_it_two_at_a_time(private_cache: Path) -> None:
+    """The holder fails (stores nothing) and removes its lock file: one waiter wins the lock of the removed file. It
+    must hold the claim alone, not beside a newcomer that made a new lock file (before, both compiled)."""
+    child = _holder(private_cache)
+    inside: list[str] = []
+    entered = threading.Semaphore(0)
+    leave = {name: threading.Event() for name in ("first", "second", "newcomer")}
+    most = [0]
+    guard = threading.Lock()
+
+    def waiter(name: str) -> None:
+        with cache.claim("kind", "ab12" * 10, wait_s=120):
+            with guard:
+                inside.append(name)
+                most[0] = max(most[0], len(inside))
+            entered.release()
+            leave[name].wait(60)
+            with guard:
+                inside.remove(name)
+
+    threads = {name: threading.Thread(target=waiter, args=(name,)) for name in leave}
+    threads["first"].start()
+    threads["second"].start()
+    time.sleep(0.5)                       # both wait on the holder's lock file
+    child.communicate("leave\n", timeout=60)
+    assert entered.acquire(timeout=60), "no waiter took the claim its holder gave up"
+    threads["newcomer"].start()
+    assert not entered.acquire(timeout=1.5), f"two held the claim at once: {inside}"
+    for _ in range(2):                    # let each holder go in turn: the next one enters
+        with guard:
+            (holder,) = inside
+        leave[holder].set()
+        assert entered.acquire(timeout=60), "a waiter never took the claim"
+    with guard:
+        (holder,) = inside
+    leave[holder].set()
+    for thread in threads.values():
+        thread.join(60)
+    assert most[0] == 1
