@@ -58,7 +58,7 @@ from .tiled_copy import (
     make_tiled_copy_C,
     make_tiled_copy_tv,
 )
-from .tiled_mma import ThrMMA, TiledMMA, make_tiled_mma
+from .tiled_mma import ThrMMA, TiledMMA, make_tiled_mma, permutation_problem
 from .tiling import dice, get_flat_coord, get_hier_coord, inner_partition, local_partition, local_tile, outer_partition
 
 __all__ = [name for name, value in globals().items()

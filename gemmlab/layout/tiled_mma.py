@@ -175,6 +175,41 @@ class ThrMMA:
         return self.partition_C(x).shape
 
 
+#: Positions a permutation layout may have: far above any tile (its image is listed to check it).
+MAX_PERMUTATION_SIZE = 1 << 16
+
+
+def permutation_problem(permutation: Any) -> str | None:
+    """Why ``permutation`` (:func:`make_tiled_mma`'s: per mode ``None``, an int or a Layout) does not reorder its
+    modes, or ``None``. A Layout entry of size n must send positions 0..n-1 to 0..n-1, each to a different one; an
+    int entry is a tile size above 0.
+
+    Why a check of its own: CuTe builds a TiledMMA from any permutation, and one that reaches outside its tile
+    only shows later, as wrong indices. The CuTe DSL's native code can instead end the whole Python process on
+    one (a division by zero), so a notebook asks this before it hands a student's permutation to the DSL."""
+    if permutation is None:
+        return None
+    if not isinstance(permutation, (tuple, list)):
+        return f"the permutation {permutation!r} is not a tuple of entries for M, N and K"
+    for mode, entry in zip("MNK", permutation):
+        if entry is None:
+            continue
+        if not A.is_layout(entry):
+            if isinstance(entry, bool) or not isinstance(entry, int) or entry <= 0:
+                return f"the permutation's {mode} entry {entry!r} is neither a tile size (an int above 0) nor a Layout"
+            continue
+        n = size(entry)
+        if not isinstance(n, int) or not 0 < n <= MAX_PERMUTATION_SIZE:
+            return f"the {mode} permutation {cute_str(entry)} has {n} positions, not 1 to {MAX_PERMUTATION_SIZE:,}"
+        image = sorted(int(entry(i)) for i in range(n))
+        if image != list(range(n)):
+            taken = n - len(set(image))
+            return (f"the {mode} permutation {cute_str(entry)} sends its {n} positions to {image[0]}..{image[-1]}"
+                    + (f", {taken} of them to a value another position has" if taken else "")
+                    + f": a permutation reorders 0..{n - 1}, each position to a different one of them")
+    return None
+
+
 def make_tiled_mma(atom: MmaAtom | str, atoms_layout: Any = (1, 1, 1), permutation: Any = None) -> TiledMMA:
     """CuTe's ``make_tiled_mma(atom, atom_layout, permutations)``; DSL ``cute.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)``.
 

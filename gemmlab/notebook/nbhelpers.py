@@ -191,7 +191,8 @@ def unchecked_summary(total_points: int) -> int:
         return 0
     print(f"{missing} of {total_points} points were NOT checked: no GPU here. Not checked: "
           + "; ".join(f"{what} ({points})" for what, (points, _) in _UNCHECKED.items())
-          + f". The other {total_points - missing} points were checked. Validate fails the GPU tests it "
+          + f". The other {total_points - missing} points were checked here, passed or not: each test cell above "
+          f"says which. Validate fails the GPU tests it "
           f"cannot check here, naming their points; the graders' GPU checks them.{_pool_summary()}")
     return missing
 

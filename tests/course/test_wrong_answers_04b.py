@@ -61,6 +61,9 @@ def _cta_wrong(kind: str):
             return (2, 2, 1), (L.Layout((16, 2, 2), (1, 32, 16)), L.Layout((8, 2, 4), (1, 32, 8)), 16)
         if kind == "warps_swapped":
             return (warps_n, warps_m, 1), (good_m, good_n, 16)
+        if kind == "strides_swapped":   # one case sends rows and columns past the tile: the DSL's code would trap
+            return (warps_m, warps_n, 1), (L.Layout((16, warps_m, rep_m), (1, 16, tile_m // warps_m)),
+                                           L.Layout((8, warps_n, rep_n), (1, 8, tile_n // warps_n)), 16)
         raise AssertionError(kind)
     return fn
 
@@ -70,7 +73,8 @@ def test_cta_mma_solution_passes(notebook) -> None:
     graded("test_cta_mma")
 
 
-@pytest.mark.parametrize("kind", ["integer", "n_integer", "modes_swapped", "hard_coded", "warps_swapped"])
+@pytest.mark.parametrize("kind", ["integer", "n_integer", "modes_swapped", "hard_coded", "warps_swapped",
+                                  "strides_swapped"])
 def test_cta_mma_fails_wrong_answers(notebook, kind) -> None:
     _, graded = notebook
     with pytest.raises(AssertionError):
@@ -85,6 +89,20 @@ def test_cta_mma_names_the_rows_and_columns_a_warp_computes(notebook) -> None:
     message = str(failure.value)
     assert "warp 0 computes rows 0-15, 32-47 and columns 0-7, 16-23, 32-39, 48-55 of C" in message, message
     assert "not one 32x32 block" in message and "0..47" not in message, message
+
+
+def test_a_permutation_past_its_tile_is_refused_before_the_dsl_could_end_the_kernel(notebook) -> None:
+    """A newcomer's swapped strides for (128, 64, 4, 1) ended the notebook's process inside the CuTe DSL (SIGFPE):
+    the helper now answers such a case with the reason, and still asks the DSL for the others."""
+    import gemmlab.layout as L
+
+    ns, _ = notebook
+    bad = _cta_wrong("strides_swapped")(128, 64, 4, 1)
+    good = _cta_wrong("warps_swapped")(64, 64, 2, 2)
+    refused, built = ns["dsl_tiled_mma_c"](ns["mma16_op"], [bad, good])
+    assert isinstance(refused, str) and "the M permutation (16,4,2):(1,16,32) sends its 128 positions to 0..95" in refused
+    assert not isinstance(built, str) and built[:2] == ((64, 64, 16), 128), built
+    assert L.permutation_problem(good[1]) is None
 
 
 # ---------------------------------------------------------------- Exercise 2: plan_cta

@@ -252,6 +252,8 @@ def test_unchecked_summary_counts_points_without_a_gpu(no_gpu, capsys, monkeypat
     assert nbhelpers.unchecked_summary(8) == 5
     out = capsys.readouterr().out
     assert "NOT CHECKED (4 points)" in out and "5 of 8 points were NOT checked: no GPU here" in out
+    # "checked" is not "passed": a newcomer read the summary as six points earned beside two failed tests
+    assert "The other 3 points were checked here, passed or not: each test cell above says which." in out, out
     # The shared GPU pool is pointed to where gemmlab offers it, for the tests it can run (each message of the
     # copy test, and the summary), and a test that launches kernels itself is said to need a GPU here.
     assert callable(gemmlab.connect)

@@ -157,3 +157,23 @@ def test_tiled_mma_fragment_shapes():
     assert thr.partition_fragment_C(L.make_layout((128, 128))) == ((2, 2), 4, 8)
     assert thr.partition_fragment_A(L.make_layout((128, 32))) == ((2, 2, 2), 4, 2)
     assert mma.partition_shape("B", (128, 32)) == ((2, 2), 8, 2)
+
+
+def test_permutation_problem_names_what_is_not_a_reordering_of_its_tile() -> None:
+    # the course's own block permutations, an integer tile and CuTe's `_` reorder their modes
+    blocks = (L.Layout((16, 2, 2), (1, 32, 16)), L.Layout((8, 2, 4), (1, 32, 8)), 16)
+    assert L.permutation_problem(blocks) is None
+    assert L.permutation_problem((64, None, 16)) is None and L.permutation_problem(None) is None
+    rng = np.random.default_rng()
+    order = rng.permutation(3)                  # a random nesting order of a bijective layout
+    shape = tuple(np.array((4, 2, 8))[order].tolist())
+    stride = tuple(np.array((1, 4, 8))[order].tolist())
+    assert L.permutation_problem((L.Layout(shape, stride),)) is None
+    past = L.permutation_problem((64, L.Layout((8, 1, 8), (1, 8, 64))))
+    assert past.startswith("the N permutation (8,1,8):(1,8,64) sends its 64 positions to 0..455") and "value" not in past
+    twice = L.permutation_problem((L.Layout((16, 4, 2), (1, 16, 32)),))
+    assert "sends its 128 positions to 0..95, 32 of them to a value another position has" in twice
+    assert "neither a tile size" in L.permutation_problem((0, 64, 16))
+    assert "neither a tile size" in L.permutation_problem((True, 64, 16))
+    assert "not a tuple" in L.permutation_problem(64)
+    assert "not 1 to 65,536" in L.permutation_problem((L.Layout(1 << 17, 1),))
