@@ -169,8 +169,11 @@ def test_plan_solution_and_a_list_grid_pass(notebook) -> None:
 @pytest.mark.parametrize("name", list(WRONG_PLANS))
 def test_plan_fails_wrong_answers(notebook, name: str) -> None:
     _, graded = notebook
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError) as failure:
         graded("test_plan", plan_cta=WRONG_PLANS[name])
+    key = str(failure.value).split("[", 1)[1].split("]", 1)[0].strip("'")
+    hints = notebook[0]["PLAN_HINTS"]
+    assert f"Row {key!r} of the exercise's table: {hints[key]}." in str(failure.value), failure.value   # the rule again
 
 
 def test_plan_fails_an_fp16_accumulator_for_bf16(notebook) -> None:
