@@ -23,13 +23,11 @@ Prints three tables (run on a GPU machine with bubblewrap on PATH):
 from __future__ import annotations
 
 import argparse
-import atexit
 import copy
 import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -47,14 +45,14 @@ from autograder.course import Course  # noqa: E402
 from autograder.reports.store import gradebook_scores  # noqa: E402
 from autograder.records import GradeJob, Limits, SubmissionResult  # noqa: E402
 from gemmlab.errors import GemmlabError  # noqa: E402
+from gemmlab.running.isolate import folder_until_exit  # noqa: E402
 from gemmlab.timing.spread import LEVEL  # noqa: E402
 from usage import UsageSampler, cpu_pace  # noqa: E402
 
 
 def _course(assignments: list[str], source: Path = ROOT) -> Course:
     """A fresh course folder with these assignments of ``source`` (its solutions/ and course/)."""
-    root = Path(tempfile.mkdtemp(prefix="gemmlab-gradebench-"))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)    # graded copies of the course: not kept
+    root = folder_until_exit("gemmlab-gradebench-")    # graded copies of the course: not kept
     for a in assignments:
         shutil.copytree(source / "solutions" / a, root / "solutions" / a)
         if (source / "course" / a).is_dir():    # else the release nbgrader generates

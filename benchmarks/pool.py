@@ -17,13 +17,10 @@ Two tables, on one host (the service on 127.0.0.1, judges on one GPU):
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -35,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.console import table  # noqa: E402
 from gemmlab.judge import JudgeRequest, KernelSpec  # noqa: E402
+from gemmlab.running.isolate import folder_until_exit  # noqa: E402
 from pool.auth import Authenticator  # noqa: E402
 from pool.limits import StudentLimits, UsageLedger  # noqa: E402
 from pool.scheduler import DEFAULT_SLOTS_PER_GPU, FairScheduler  # noqa: E402
@@ -84,8 +82,7 @@ def memory_limit(judge: Sequence[str] | None) -> int | None:
 
 def start_pool(students: list[str], judge: Sequence[str] | None, gpu: str, sandbox: bool,
                slots: int) -> tuple[RunningService, dict]:
-    folder = Path(tempfile.mkdtemp(prefix="gemmlab-poolbench-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # the roster and its tokens: not kept
+    folder = folder_until_exit("gemmlab-poolbench-")    # the roster and its tokens: not kept
     (folder / "roster.csv").write_text("id\n" + "\n".join(students) + "\n")
     store = TokenStore()
     tokens = {t.student: t.token for t in store.issue(students, 86400)}

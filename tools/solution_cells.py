@@ -18,10 +18,7 @@ Tags in use: ``kernel:gemm05_cpp``, ``kernel:gemm05_dsl`` (notebook 05),
 """
 from __future__ import annotations
 
-import atexit
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
@@ -31,6 +28,7 @@ if str(ROOT) not in sys.path:   # imported with tools/ on the path, the reposito
     sys.path.append(str(ROOT))
 
 from autograder.cell_metadata import KERNEL_PART_TAG, KERNEL_TAG, tags  # noqa: E402
+from gemmlab.running.isolate import folder_until_exit  # noqa: E402
 
 SOLUTIONS = ROOT / "solutions"
 
@@ -40,9 +38,7 @@ def cell_folder(label: str) -> Path:
 
     Why not at once: the CuTe DSL reads a function's source from its file each time it compiles it, so the
     files must live as long as the functions they define."""
-    folder = Path(tempfile.mkdtemp(prefix=f"gemmlab-{label}-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return folder
+    return folder_until_exit(f"gemmlab-{label}-")
 
 
 class SolutionCellError(LookupError):

@@ -224,6 +224,16 @@ def _defining_file(obj: Any) -> str:
     return name
 
 
+def folder_until_exit(prefix: str) -> Path:
+    """A new temporary folder, removed when this Python process exits.
+
+    Why not sooner: files a process runs code from (cells for the CuTe DSL, which reads a function's file again
+    each time it compiles it; a module a child imports) must outlive the call that wrote them."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def export_module(name: str, objects: list[Any], constants: dict[str, Any] | None = None,
                   folder: str | os.PathLike | None = None) -> str:
     """Write the whole cells (or files) that define ``objects`` to ``<folder>/<name>.py``, in the
@@ -253,11 +263,7 @@ def export_module(name: str, objects: list[Any], constants: dict[str, Any] | Non
         parts.append(f"# --- from {path}\n{text.rstrip()}\n")
     for key, value in (constants or {}).items():
         parts.append(f"{key} = {value!r}\n")
-    if folder is None:      # one of its own, which goes when this Python exits (each call makes a new one)
-        out = Path(tempfile.mkdtemp(prefix=f"gemmlab-{name}-"))
-        atexit.register(shutil.rmtree, out, ignore_errors=True)
-    else:
-        out = Path(folder)
+    out = Path(folder) if folder is not None else folder_until_exit(f"gemmlab-{name}-")   # a new one each call
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.py").write_text("\n\n".join(parts))
     return str(out)
@@ -265,4 +271,4 @@ def export_module(name: str, objects: list[Any], constants: dict[str, Any] | Non
 
 #: ``cuda_error_name`` is gemmlab.running.faults's, named here too because ``IsolatedJobError.cuda_error``
 #: holds what it returns.
-__all__ = ["IsolatedJobError", "cuda_error_name", "export_module", "run_isolated"]
+__all__ = ["IsolatedJobError", "cuda_error_name", "export_module", "folder_until_exit", "run_isolated"]
